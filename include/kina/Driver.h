@@ -1,0 +1,29 @@
+//===- Driver.h - The kinac command line ------------------------------------===//
+//
+// `kinac FILE.kir [-o OUT] [--emit=STAGE] [-O0..3] [--target=cpu] ...` and
+// `kinac a.kir main.c -o app` (compile, then link with the system compiler
+// driver and libkina_runtime.a). The stages are one ordered enum, so each is
+// a place to stop and test: kir, mlir, mlir-llvm, llvm, asm, obj; `header`
+// writes the C header instead.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KINA_DRIVER_H
+#define KINA_DRIVER_H
+
+namespace kina {
+
+/// What one run of kinac produces, in pipeline order.
+enum class EmitStage { Kir, Mlir, MlirLLVM, LLVM, Asm, Obj, Header };
+
+/// Exit codes of kinac (clang's convention: 0 success, 1 any error).
+enum ExitCode : int { ExitSuccess = 0, ExitFailure = 1 };
+
+/// Runs kinac on a command line; returns the process exit code. Errors are
+/// printed to stderr as `file:line:col: error: ...` (with the source line
+/// and a caret) or `kinac: error: ...`. No output file is written on
+/// failure, and an existing one is left untouched.
+int runDriver(int argc, char **argv);
+
+} // namespace kina
+
+#endif // KINA_DRIVER_H

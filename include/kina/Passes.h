@@ -1,0 +1,55 @@
+//===- Passes.h - kinac's own passes between MLIR's upstream ones ---------===//
+//
+// The passes that make compiled code follow the Kina ABI (spec, "ABI"):
+//  - buffer ownership: after one-shot bufferization, every function returns
+//    freshly allocated buffers the caller owns, temporaries are released after
+//    their last use, each allocation, call result and run-time shape check is
+//    followed by an early return (null result descriptors, temporaries freed)
+//    on failure;
+//  - entry points: the status entry `int32_t kina_<fn>(results..., args...)`
+//    that validates the caller's descriptors against the Kina signature;
+//  - lowering to the LLVM dialect, where every `memref.alloc` becomes a call
+//    of the runtime's unranked allocation function and `memref.dealloc` a
+//    call of `runtime_free`.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KINA_PASSES_H
+#define KINA_PASSES_H
+
+#include "kina/AST.h"
+
+#include "mlir/Pass/Pass.h"
+
+#include <memory>
+#include <string>
+
+namespace kina {
+
+/// Runs on a bufferized module (functions of memrefs, one block each, as
+/// MLIRGen and one-shot bufferization produce). See the file comment above.
+std::unique_ptr<mlir::Pass> createBufferOwnershipPass();
+
+/// Adds `func.func @kina_<prefix><fn>(!llvm.ptr..., !llvm.ptr...) -> i32`
+/// for each exported function of `module` (the checked Kina AST gives the
+/// parameter names and symbolic dims, which MLIR types do not carry). Runs
+/// on the bufferized module, after the buffer-ownership pass. `module` must
+/// outlive the pass.
+std::unique_ptr<mlir::Pass>
+createEntryPointsPass(const Module *module, std::string symbolPrefix);
+
+/// Lowers arith, math, cf, func, memref, index and ub to the LLVM dialect in
+/// one conversion, with allocations going to the runtime function named
+/// `allocFunction` (`_mlir_ciface_runtime_host_alloc_unranked` for the CPU
+/// target) and deallocations to `runtime_free`.
+std::unique_ptr<mlir::Pass> createLowerToLLVMPass(std::string allocFunction);
+
+/// Name of the runtime's host (CPU target) allocation function.
+inline constexpr const char *kHostAllocFunction =
+    "_mlir_ciface_runtime_host_alloc_unranked";
+/// Name of the runtime's CUDA-managed allocation function.
+inline constexpr const char *kGpuAllocFunction =
+    "_mlir_ciface_runtime_gpu_alloc_unranked";
+
+} // namespace kina
+
+#endif // KINA_PASSES_H

@@ -1,0 +1,177 @@
+/*===- abi.h - The Kina C ABI: status codes, descriptors, runtime API ------===*
+ *
+ * The one definition of the C interface shared by libkina_runtime.a, the
+ * code kinac generates, and the headers `kinac --emit=header` writes (which
+ * embed this file's text verbatim, so a generated header is
+ * self-contained). Normative sources: shared/seeds/abi-specification.txt and
+ * the "ABI" section of shared/spec/kina-ir.md. C99 and C++ compatible. Every
+ * block sits behind one shared include guard, so this header, kina/runtime.h
+ * and any number of generated headers can be included together.
+ *
+ * Element data is addressed through `void *`; an element of type i1 occupies
+ * one byte (0 or 1), bf16 and f16 two bytes (raw bits).
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef KINA_ABI_H_
+#define KINA_ABI_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Status codes (`FfiErrorCode`, int32_t) returned by every runtime function
+ *  and every generated `kina_<fn>` entry point (spec, ABI). */
+typedef int32_t FfiErrorCode;
+#define KINA_STATUS_SUCCESS 0
+#define KINA_STATUS_VALIDATION_ERROR 1
+#define KINA_STATUS_RESOURCE_ERROR 2
+#define KINA_STATUS_GPU_ERROR 3
+#define KINA_STATUS_UNIMPLEMENTED_ERROR 4
+#define KINA_STATUS_INTERNAL_ERROR 5
+#define KINA_STATUS_TYPE_ERROR 6
+
+/** Largest tensor rank kinac accepts; KinaMemRef0..KinaMemRef8 exist. */
+#define KINA_MAX_RANK 8
+
+/** Ranked memref descriptor of rank 0, laid out as MLIR's LLVM lowering
+ *  of `memref<...>` with identity layout (spec, ABI). */
+typedef struct KinaMemRef0 {
+  void *allocated; /* start of the allocation: pass this to runtime_free */
+  void *aligned;   /* first element (aligned to 64 bytes for kina buffers) */
+  int64_t offset;  /* in elements, from `aligned` */
+} KinaMemRef0;
+
+/** Ranked memref descriptor of rank 1, laid out as MLIR's LLVM lowering
+ *  of `memref<...>` with identity layout (spec, ABI). */
+typedef struct KinaMemRef1 {
+  void *allocated; /* start of the allocation: pass this to runtime_free */
+  void *aligned;   /* first element (aligned to 64 bytes for kina buffers) */
+  int64_t offset;  /* in elements, from `aligned` */
+  int64_t sizes[1];   /* elements along each dim */
+  int64_t strides[1]; /* in elements, not bytes */
+} KinaMemRef1;
+
+/** Ranked memref descriptor of rank 2, laid out as MLIR's LLVM lowering
+ *  of `memref<...>` with identity layout (spec, ABI). */
+typedef struct KinaMemRef2 {
+  void *allocated; /* start of the allocation: pass this to runtime_free */
+  void *aligned;   /* first element (aligned to 64 bytes for kina buffers) */
+  int64_t offset;  /* in elements, from `aligned` */
+  int64_t sizes[2];   /* elements along each dim */
+  int64_t strides[2]; /* in elements, not bytes */
+} KinaMemRef2;
+
+/** Ranked memref descriptor of rank 3, laid out as MLIR's LLVM lowering
+ *  of `memref<...>` with identity layout (spec, ABI). */
+typedef struct KinaMemRef3 {
+  void *allocated; /* start of the allocation: pass this to runtime_free */
+  void *aligned;   /* first element (aligned to 64 bytes for kina buffers) */
+  int64_t offset;  /* in elements, from `aligned` */
+  int64_t sizes[3];   /* elements along each dim */
+  int64_t strides[3]; /* in elements, not bytes */
+} KinaMemRef3;
+
+/** Ranked memref descriptor of rank 4, laid out as MLIR's LLVM lowering
+ *  of `memref<...>` with identity layout (spec, ABI). */
+typedef struct KinaMemRef4 {
+  void *allocated; /* start of the allocation: pass this to runtime_free */
+  void *aligned;   /* first element (aligned to 64 bytes for kina buffers) */
+  int64_t offset;  /* in elements, from `aligned` */
+  int64_t sizes[4];   /* elements along each dim */
+  int64_t strides[4]; /* in elements, not bytes */
+} KinaMemRef4;
+
+/** Ranked memref descriptor of rank 5, laid out as MLIR's LLVM lowering
+ *  of `memref<...>` with identity layout (spec, ABI). */
+typedef struct KinaMemRef5 {
+  void *allocated; /* start of the allocation: pass this to runtime_free */
+  void *aligned;   /* first element (aligned to 64 bytes for kina buffers) */
+  int64_t offset;  /* in elements, from `aligned` */
+  int64_t sizes[5];   /* elements along each dim */
+  int64_t strides[5]; /* in elements, not bytes */
+} KinaMemRef5;
+
+/** Ranked memref descriptor of rank 6, laid out as MLIR's LLVM lowering
+ *  of `memref<...>` with identity layout (spec, ABI). */
+typedef struct KinaMemRef6 {
+  void *allocated; /* start of the allocation: pass this to runtime_free */
+  void *aligned;   /* first element (aligned to 64 bytes for kina buffers) */
+  int64_t offset;  /* in elements, from `aligned` */
+  int64_t sizes[6];   /* elements along each dim */
+  int64_t strides[6]; /* in elements, not bytes */
+} KinaMemRef6;
+
+/** Ranked memref descriptor of rank 7, laid out as MLIR's LLVM lowering
+ *  of `memref<...>` with identity layout (spec, ABI). */
+typedef struct KinaMemRef7 {
+  void *allocated; /* start of the allocation: pass this to runtime_free */
+  void *aligned;   /* first element (aligned to 64 bytes for kina buffers) */
+  int64_t offset;  /* in elements, from `aligned` */
+  int64_t sizes[7];   /* elements along each dim */
+  int64_t strides[7]; /* in elements, not bytes */
+} KinaMemRef7;
+
+/** Ranked memref descriptor of rank 8, laid out as MLIR's LLVM lowering
+ *  of `memref<...>` with identity layout (spec, ABI). */
+typedef struct KinaMemRef8 {
+  void *allocated; /* start of the allocation: pass this to runtime_free */
+  void *aligned;   /* first element (aligned to 64 bytes for kina buffers) */
+  int64_t offset;  /* in elements, from `aligned` */
+  int64_t sizes[8];   /* elements along each dim */
+  int64_t strides[8]; /* in elements, not bytes */
+} KinaMemRef8;
+
+/** Unranked memref descriptor, the seed's `UnrankedMemRefDescriptor`:
+ *  `descriptor` points at a KinaMemRef<rank>. */
+typedef struct KinaUnrankedMemRef {
+  int64_t rank;
+  void *descriptor;
+} KinaUnrankedMemRef;
+
+/** Name of a status code ("Success", "Validation Error", ...); "Unknown
+ *  Status" for any other value. Never null; static storage. */
+const char *kina_status_name(int32_t status);
+
+/** The calling thread's last error message ("" if none). Thread-local
+ *  storage owned by the runtime, valid until the thread's next runtime call
+ *  or generated entry-point call. Never null. */
+const char *kina_last_error(void);
+
+/** Frees one buffer the runtime allocated (a result of a compiled function,
+ *  or a runtime allocation) and forgets it. `allocated` is the descriptor's
+ *  `allocated` field. Returns 0, or 1 (Validation Error) if the pointer is
+ *  not a recorded buffer (null included). Thread-safe. */
+int32_t runtime_free(void *allocated);
+
+/** Frees every buffer still recorded (host and CUDA managed) and empties the
+ *  registry. Idempotent: a second call frees nothing and returns 0. Returns
+ *  3 if a CUDA free failed (the buffer is forgotten anyway). Thread-safe. */
+int32_t runtime_gpu_free_all(void);
+
+/** CUDA target allocation (seed: runtime_gpu_alloc_unranked). `out->descriptor`
+ *  is a KinaMemRef<out->rank> whose sizes are read; allocates
+ *  product(sizes) * element_size bytes with cudaMallocManaged, writes
+ *  `allocated` and `aligned`, sets offset 0 and row-major strides, and records
+ *  the buffer. Returns 0; 1 on a null/invalid descriptor, a rank outside
+ *  0..KINA_MAX_RANK, a negative size, element_size <= 0 or a byte count that
+ *  overflows 64 bits (nothing allocated); 2 when memory is refused (a request
+ *  larger than the device's free memory is refused before cudaMallocManaged
+ *  is called, since asking for it can hang the GPU); 3 when no CUDA device
+ *  is usable; 4 when the runtime was built without CUDA. On
+ *  failure the pointers are set to null and kina_last_error() says why. */
+int32_t _mlir_ciface_runtime_gpu_alloc_unranked(KinaUnrankedMemRef *out,
+                                                int32_t element_size);
+
+/** CPU target allocation: as `_mlir_ciface_runtime_gpu_alloc_unranked`, but
+ *  64-byte aligned host memory (never null, also for zero elements). Returns
+ *  0, 1 (invalid descriptor or size overflow) or 2 (memory refused). */
+int32_t _mlir_ciface_runtime_host_alloc_unranked(KinaUnrankedMemRef *out,
+                                                 int32_t element_size);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KINA_ABI_H_ */

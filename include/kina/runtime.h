@@ -1,0 +1,75 @@
+/*===- runtime.h - libkina_runtime.a: introspection and codegen support ---===*
+ *
+ * The full C interface of libkina_runtime.a: everything in kina/abi.h (status
+ * codes, descriptors, allocation and freeing) plus registry introspection for
+ * users and tests checking for leaks, and the small support functions that
+ * kinac-generated `kina_<fn>` entry points call to record and report errors.
+ * Normative sources: shared/seeds/abi-specification.txt and the "ABI"
+ * section of shared/spec/kina-ir.md. C99 and C++ compatible; every function
+ * is thread-safe and never lets a C++ exception or an abort cross the C
+ * boundary (a guard turns them into status 5, a std::bad_alloc into 2).
+ *
+ * Linking: `-lkina_runtime -lcudart` when the runtime was built with CUDA
+ * (kina/RuntimeConfig.h, generated in the build tree, says so through
+ * KINA_RUNTIME_HAS_CUDA and gives the exact flags in KINA_RUNTIME_LINK_LIBS),
+ * plain `-lkina_runtime` otherwise.
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef KINA_RUNTIME_H_
+#define KINA_RUNTIME_H_
+
+#include "kina/abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===--- Registry introspection
+ * ---------------------------------------------===*/
+
+/** Number of buffers currently recorded by the runtime (allocated through
+ *  `_mlir_ciface_runtime_{host,gpu}_alloc_unranked`, by user code or by
+ *  compiled functions, and not yet freed), host and CUDA managed together.
+ *  0 after `runtime_gpu_free_all()`. Thread-safe; -1 only on an internal
+ *  failure (the reason is in kina_last_error()). */
+int64_t runtime_live_buffer_count(void);
+
+/** Sum over the recorded buffers of their requested byte counts
+ *  (`product(sizes) * element_size`; the real allocations may be padded,
+ *  e.g. host buffers to a multiple of 64 bytes). Thread-safe; -1 only on an
+ *  internal failure. */
+int64_t runtime_live_bytes(void);
+
+/*===--- Support for generated code
+ * -----------------------------------------===*/
+
+/** Called by generated code at the start of every `kina_<fn>` entry point:
+ *  clears the calling thread's last status (to 0) and last error (to ""). */
+void kina_rt_begin_call(void);
+
+/** Called by generated code: the calling thread's last failure status
+ *  recorded by the runtime (by an allocation, runtime_free, kina_rt_fail,
+ *  kina_rt_shape_error, ...), or 0 if nothing failed since the last
+ *  kina_rt_begin_call(). Successful runtime calls do not reset it. */
+int32_t kina_rt_last_status(void);
+
+/** Called by generated code: records `status` as the calling thread's last
+ *  status and a copy of `message` as its last error (a null `message` is
+ *  replaced by kina_status_name(status)), then returns `status`. */
+int32_t kina_rt_fail(int32_t status, const char *message);
+
+/** Called by generated code for a run-time shape mismatch: copies
+ *  `message_template`, replacing every literal `{0}` by the decimal value of
+ *  `first` and every literal `{1}` by that of `second` (nothing else is
+ *  interpreted: it is not a printf format, `%` is an ordinary character),
+ *  records the result with status 1 (Validation Error) as by kina_rt_fail,
+ *  and returns 1. A null template records a generic shape-mismatch message
+ *  that still carries both values. */
+int32_t kina_rt_shape_error(const char *message_template, int64_t first,
+                            int64_t second);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KINA_RUNTIME_H_ */

@@ -1,0 +1,202 @@
+//===- Allocation.cpp - Host and CUDA managed buffer allocation ----------===//
+//
+// The runtime's two allocation entry points, called by compiled code for every
+// buffer it needs (spec, ABI, "Allocation"; the seed's
+// runtime_gpu_alloc_unranked). Both read an unranked descriptor whose nested
+// ranked descriptor carries the sizes, check them (rank 0..KINA_MAX_RANK,
+// sizes >= 0, element_size > 0, no 64-bit overflow: status 1 before any
+// allocation), allocate product(sizes) * element_size bytes (host: 64-byte
+// aligned std::aligned_alloc; CUDA: cudaMallocManaged), record the buffer in
+// the registry and write allocated, aligned, offset 0 and row-major strides
+// back into the ranked descriptor. On any failure the descriptor's pointers
+// are null (when the descriptor is readable) and kina_last_error() says why.
+//
+//===----------------------------------------------------------------------===//
+#include "Guard.h"
+#include "Registry.h"
+
+#include "kina/runtime.h"
+
+#include <cstddef>
+#include <cstdlib>
+#include <string>
+
+#if KINA_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace {
+
+using kina::rt::BufferKind;
+using kina::rt::fail;
+
+// Every ranked descriptor starts with KinaMemRef0's fields; sizes and strides
+// (rank of each) follow at the same offset for every rank.
+constexpr size_t kSizesOffset = offsetof(KinaMemRef1, sizes);
+static_assert(kSizesOffset == sizeof(KinaMemRef0),
+              "ranked descriptors must share KinaMemRef0's layout");
+static_assert(offsetof(KinaMemRef8, strides) == kSizesOffset + 8 * 8,
+              "strides must follow sizes");
+
+constexpr size_t kHostAlignment = 64;
+
+int64_t *sizesOf(KinaMemRef0 *descriptor) {
+  return reinterpret_cast<int64_t *>(reinterpret_cast<char *>(descriptor) +
+                                     kSizesOffset);
+}
+
+/// Allocates `bytes` of 64-byte aligned host memory (at least 64 bytes, so
+/// zero-element buffers get a valid non-null pointer). Returns 0 or 2.
+int32_t allocateHost(const std::string &where, int64_t bytes, void *&result) {
+  size_t rounded = (static_cast<size_t>(bytes) + kHostAlignment - 1) /
+                   kHostAlignment * kHostAlignment;
+  if (rounded == 0)
+    rounded = kHostAlignment;
+  result = std::aligned_alloc(kHostAlignment, rounded);
+  if (!result)
+    return fail(KINA_STATUS_RESOURCE_ERROR, where + ": cannot allocate " +
+                                                std::to_string(bytes) +
+                                                " bytes of host memory");
+  return KINA_STATUS_SUCCESS;
+}
+
+/// Allocates `bytes` (at least 1) of CUDA managed memory. Returns 0; 3 when
+/// no CUDA device is usable or CUDA fails otherwise; 2 when `bytes` exceeds
+/// the current device's free memory (checked first) or CUDA reports
+/// cudaErrorMemoryAllocation; 4 when the runtime was built without CUDA.
+int32_t allocateManaged(const std::string &where, int64_t bytes,
+                        void *&result) {
+  result = nullptr;
+#if KINA_HAVE_CUDA
+  int deviceCount = 0;
+  cudaError_t error = cudaGetDeviceCount(&deviceCount);
+  if (error != cudaSuccess) {
+    (void)cudaGetLastError();
+    return fail(KINA_STATUS_GPU_ERROR,
+                where + ": no usable CUDA device: " + cudaGetErrorName(error) +
+                    ": " + cudaGetErrorString(error));
+  }
+  if (deviceCount == 0)
+    return fail(KINA_STATUS_GPU_ERROR, where + ": no CUDA device found");
+  // Asking for more managed memory than the device has free can hang the
+  // GPU (not only this process) instead of failing, so refuse it here.
+  size_t freeBytes = 0, totalBytes = 0;
+  error = cudaMemGetInfo(&freeBytes, &totalBytes);
+  if (error != cudaSuccess) {
+    (void)cudaGetLastError();
+    return fail(KINA_STATUS_GPU_ERROR,
+                where + ": cudaMemGetInfo failed: " + cudaGetErrorName(error) +
+                    ": " + cudaGetErrorString(error));
+  }
+  if (static_cast<uint64_t>(bytes) > freeBytes)
+    return fail(KINA_STATUS_RESOURCE_ERROR,
+                where + ": cannot allocate " + std::to_string(bytes) +
+                    " bytes of managed memory: the device has " +
+                    std::to_string(freeBytes) + " bytes free");
+  error = cudaMallocManaged(&result, bytes > 0 ? static_cast<size_t>(bytes) : 1,
+                            cudaMemAttachGlobal);
+  if (error != cudaSuccess) {
+    (void)cudaGetLastError();
+    result = nullptr;
+    return fail(error == cudaErrorMemoryAllocation ? KINA_STATUS_RESOURCE_ERROR
+                                                   : KINA_STATUS_GPU_ERROR,
+                where + ": cudaMallocManaged of " + std::to_string(bytes) +
+                    " bytes failed: " + cudaGetErrorName(error) + ": " +
+                    cudaGetErrorString(error));
+  }
+  return KINA_STATUS_SUCCESS;
+#else
+  (void)bytes;
+  return fail(KINA_STATUS_UNIMPLEMENTED_ERROR,
+              where + ": runtime built without CUDA");
+#endif
+}
+
+/// The shared body of both allocation entry points.
+int32_t allocate(const char *where, KinaUnrankedMemRef *out,
+                 int32_t elementSize, BufferKind kind) {
+  if (!out)
+    return kina::rt::failIn(KINA_STATUS_VALIDATION_ERROR, where,
+                            "null unranked descriptor");
+  auto *descriptor = static_cast<KinaMemRef0 *>(out->descriptor);
+  if (!descriptor)
+    return kina::rt::failIn(KINA_STATUS_VALIDATION_ERROR, where,
+                            "null ranked descriptor in the unranked one");
+  descriptor->allocated = nullptr;
+  descriptor->aligned = nullptr;
+  std::string prefix = where;
+  int64_t rank = out->rank;
+  if (rank < 0 || rank > KINA_MAX_RANK)
+    return fail(KINA_STATUS_VALIDATION_ERROR,
+                prefix + ": rank " + std::to_string(rank) + " outside 0.." +
+                    std::to_string(KINA_MAX_RANK));
+  if (elementSize <= 0)
+    return fail(KINA_STATUS_VALIDATION_ERROR, prefix + ": element size " +
+                                                  std::to_string(elementSize) +
+                                                  " is not positive");
+
+  // Row-major strides from the innermost dim out; `elements` ends as the
+  // product of all sizes. Any overflow (also of a stride when an outer size
+  // is 0) is rejected before allocating.
+  int64_t *sizes = sizesOf(descriptor);
+  int64_t strides[KINA_MAX_RANK];
+  int64_t elements = 1;
+  for (int64_t dim = rank - 1; dim >= 0; --dim) {
+    if (sizes[dim] < 0)
+      return fail(KINA_STATUS_VALIDATION_ERROR,
+                  prefix + ": size " + std::to_string(sizes[dim]) + " of dim " +
+                      std::to_string(dim) + " is negative");
+    strides[dim] = elements;
+    if (__builtin_mul_overflow(elements, sizes[dim], &elements))
+      return fail(KINA_STATUS_VALIDATION_ERROR,
+                  prefix + ": element count overflows 64 bits at dim " +
+                      std::to_string(dim));
+  }
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(elements, static_cast<int64_t>(elementSize),
+                             &bytes))
+    return fail(KINA_STATUS_VALIDATION_ERROR,
+                prefix + ": byte count " + std::to_string(elements) + " x " +
+                    std::to_string(elementSize) + " overflows 64 bits");
+
+  void *memory = nullptr;
+  int32_t status = kind == BufferKind::Host
+                       ? allocateHost(prefix, bytes, memory)
+                       : allocateManaged(prefix, bytes, memory);
+  if (status != KINA_STATUS_SUCCESS)
+    return status;
+  try {
+    kina::rt::recordBuffer(memory, bytes, kind);
+  } catch (...) {
+    kina::rt::releaseMemory(memory, kind, where);
+    throw; // The guard reports it (std::bad_alloc: status 2).
+  }
+  descriptor->allocated = memory;
+  descriptor->aligned = memory;
+  descriptor->offset = 0;
+  for (int64_t dim = 0; dim < rank; ++dim)
+    sizes[rank + dim] = strides[dim];
+  return KINA_STATUS_SUCCESS;
+}
+
+} // namespace
+
+extern "C" {
+
+int32_t _mlir_ciface_runtime_gpu_alloc_unranked(KinaUnrankedMemRef *out,
+                                                int32_t element_size) {
+  const char *where = "runtime_gpu_alloc_unranked";
+  return kina::rt::guardStatus(where, [&] {
+    return allocate(where, out, element_size, BufferKind::Managed);
+  });
+}
+
+int32_t _mlir_ciface_runtime_host_alloc_unranked(KinaUnrankedMemRef *out,
+                                                 int32_t element_size) {
+  const char *where = "runtime_host_alloc_unranked";
+  return kina::rt::guardStatus(where, [&] {
+    return allocate(where, out, element_size, BufferKind::Host);
+  });
+}
+
+} // extern "C"

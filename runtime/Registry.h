@@ -1,0 +1,36 @@
+//===- Registry.h - The runtime's record of every buffer it allocated -----===//
+//
+// Internal to libkina_runtime.a. Every buffer the runtime allocates (host or
+// CUDA managed) is recorded here with its requested byte count and kind, so
+// runtime_free() can reject pointers it does not own and runtime_gpu_free_all()
+// can release everything (spec, ABI, "Ownership"). The registry is a
+// mutex-protected hash map; releasing memory happens outside the lock.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KINA_RUNTIME_REGISTRY_H
+#define KINA_RUNTIME_REGISTRY_H
+
+#include <cstdint>
+
+namespace kina::rt {
+
+/// How a recorded buffer was allocated, hence how it is released.
+enum class BufferKind {
+  Host,   ///< std::aligned_alloc, released with std::free.
+  Managed ///< cudaMallocManaged, released with cudaFree.
+};
+
+/// Records `pointer` (the `allocated` pointer, non-null) with its requested
+/// byte count. Throws std::bad_alloc if the map cannot grow; the caller then
+/// still owns the memory and must release it.
+void recordBuffer(void *pointer, int64_t bytes, BufferKind kind);
+
+/// Releases memory of the given kind without touching the registry. Returns 0,
+/// or 3 (recorded with a message naming `where`) if cudaFree failed. Never
+/// throws.
+int32_t releaseMemory(void *pointer, BufferKind kind,
+                      const char *where) noexcept;
+
+} // namespace kina::rt
+
+#endif // KINA_RUNTIME_REGISTRY_H

@@ -1,0 +1,594 @@
+//===- Driver.cpp - Option parsing and the compile/link flow of kinac -----===//
+//
+// The driver of Driver.h: CLI11 options into a `DriverOptions` struct, then
+// for each `.kir` input the stages parse -> sema -> MLIRGen -> pipeline ->
+// textual LLVM-dialect MLIR -> `mlir-translate --mlir-to-llvmir` -> `llc`,
+// stopping at the requested `--emit` stage. Outputs are written to a
+// temporary file beside the destination and renamed into place, so a failed
+// run never leaves a partial file or clobbers an existing one. Temporary
+// files are removed unless `--keep-temps` is given. `--time-stages` prints
+// the wall time of each stage.
+//
+//===----------------------------------------------------------------------===//
+#include "kina/Driver.h"
+
+#include "kina/Frontend.h"
+#include "kina/HeaderEmitter.h"
+#include "kina/MLIRGen.h"
+#include "kina/Pipeline.h"
+#include "kina/ToolRunner.h"
+#include "kina/RuntimeConfig.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OperationSupport.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#ifndef KINA_VERSION
+#define KINA_VERSION "0.0.0"
+#endif
+#ifndef KINA_DEFAULT_LLVM_BIN
+#define KINA_DEFAULT_LLVM_BIN ""
+#endif
+#ifndef KINA_DEFAULT_RUNTIME_LIB
+#define KINA_DEFAULT_RUNTIME_LIB ""
+#endif
+
+using namespace llvm;
+
+namespace kina {
+namespace {
+
+struct DriverOptions {
+  std::vector<std::string> inputs;
+  std::string output;
+  std::string emit = "obj";
+  unsigned optLevel = 2;
+  std::string target = "cpu";
+  std::string symbolPrefix;
+  std::string mlirTranslate;
+  std::string llc;
+  std::string runtimeLib;
+  bool verbose = false;
+  bool keepTemps = false;
+  bool timeStages = false;
+  bool printDebugInfo = false;
+  bool printLinkFlags = false;
+};
+
+/// Prints a driver-level error the way clang does.
+void driverError(const Twine &message) {
+  errs() << "kinac: error: " << message << "\n";
+}
+
+/// Wall-clock timing of the stages, printed by --time-stages.
+class StageTimer {
+public:
+  explicit StageTimer(bool enabled) : enabled(enabled) {}
+  template <typename F> auto time(StringRef stage, F &&f) {
+    auto start = std::chrono::steady_clock::now();
+    auto result = f();
+    double ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+    stages.emplace_back(stage.str(), ms);
+    return result;
+  }
+  void print() const {
+    if (!enabled)
+      return;
+    double total = 0;
+    for (const auto &s : stages)
+      total += s.second;
+    errs() << "kinac: stage times (wall clock)\n";
+    for (const auto &s : stages)
+      errs() << format("  %-16s %9.2f ms\n", s.first.c_str(), s.second);
+    errs() << format("  %-16s %9.2f ms\n", "total", total);
+  }
+
+private:
+  bool enabled;
+  std::vector<std::pair<std::string, double>> stages;
+};
+
+/// Temporary files of one run; removed on destruction unless kept.
+class TempFiles {
+public:
+  explicit TempFiles(bool keep) : keep(keep) {}
+  ~TempFiles() {
+    if (keep) {
+      for (const std::string &p : paths)
+        errs() << "kinac: kept temporary file " << p << "\n";
+      return;
+    }
+    for (auto it = paths.rbegin(); it != paths.rend(); ++it)
+      sys::fs::remove(*it);
+  }
+  Expected<std::string> create(StringRef prefix, StringRef suffix) {
+    SmallString<128> path;
+    if (std::error_code ec =
+            sys::fs::createTemporaryFile(prefix, suffix, path))
+      return createStringError(ec, "cannot create a temporary file: %s",
+                               ec.message().c_str());
+    paths.push_back(std::string(path));
+    return std::string(path);
+  }
+  Expected<std::string> createDirectory(StringRef prefix) {
+    SmallString<128> path;
+    if (std::error_code ec = sys::fs::createUniqueDirectory(prefix, path))
+      return createStringError(ec, "cannot create a temporary directory: %s",
+                               ec.message().c_str());
+    paths.push_back(std::string(path));
+    return std::string(path);
+  }
+  /// Registers a file created by someone else inside a temporary directory.
+  void adopt(StringRef path) { paths.push_back(path.str()); }
+
+private:
+  bool keep;
+  std::vector<std::string> paths;
+};
+
+/// Writes `bytes` to `path` atomically ("-" is standard output).
+Error writeOutput(StringRef path, StringRef bytes) {
+  if (path == "-") {
+    outs() << bytes;
+    outs().flush();
+    return Error::success();
+  }
+  SmallString<256> model(path);
+  model += ".tmp-%%%%%%%%";
+  SmallString<256> tmp;
+  int fd;
+  if (std::error_code ec = sys::fs::createUniqueFile(model, fd, tmp))
+    return createStringError(ec, "cannot write '%s': %s", path.str().c_str(),
+                             ec.message().c_str());
+  {
+    raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << bytes;
+    os.close();
+    if (os.has_error()) {
+      sys::fs::remove(tmp);
+      return createStringError(os.error(), "cannot write '%s': %s",
+                               path.str().c_str(),
+                               os.error().message().c_str());
+    }
+  }
+  if (std::error_code ec = sys::fs::rename(tmp, path)) {
+    sys::fs::remove(tmp);
+    return createStringError(ec, "cannot write '%s': %s", path.str().c_str(),
+                             ec.message().c_str());
+  }
+  return Error::success();
+}
+
+Expected<std::string> readFile(StringRef path) {
+  auto buf = MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!buf)
+    return createStringError(buf.getError(), "%s",
+                             buf.getError().message().c_str());
+  return (*buf)->getBuffer().str();
+}
+
+std::optional<EmitStage> parseStage(StringRef s) {
+  return StringSwitch<std::optional<EmitStage>>(s)
+      .Case("kir", EmitStage::Kir)
+      .Case("mlir", EmitStage::Mlir)
+      .Case("mlir-llvm", EmitStage::MlirLLVM)
+      .Case("llvm", EmitStage::LLVM)
+      .Case("asm", EmitStage::Asm)
+      .Case("obj", EmitStage::Obj)
+      .Case("header", EmitStage::Header)
+      .Default(std::nullopt);
+}
+
+/// The directory of the running kinac, for paths relative to it.
+std::string executableDir(const char *argv0) {
+  static int anchor;
+  std::string exe = sys::fs::getMainExecutable(argv0, &anchor);
+  return sys::path::parent_path(exe).str();
+}
+
+/// libkina_runtime.a: --runtime-lib, else ../lib next to kinac (build and
+/// install trees), else the path configured at build time.
+std::string findRuntimeLib(const DriverOptions &opts, const char *argv0) {
+  if (!opts.runtimeLib.empty())
+    return opts.runtimeLib;
+  SmallString<256> p(executableDir(argv0));
+  sys::path::append(p, "..", "lib", "libkina_runtime.a");
+  if (sys::fs::exists(p)) {
+    SmallString<256> real;
+    if (!sys::fs::real_path(p, real))
+      return std::string(real);
+    return std::string(p);
+  }
+  return KINA_DEFAULT_RUNTIME_LIB;
+}
+
+/// Where LLVM's tools were found at configure time; also tried relative to
+/// kinac for relocated installs.
+std::string configuredLLVMBin() { return KINA_DEFAULT_LLVM_BIN; }
+
+/// The flags a program linking compiled Kina objects needs after them.
+std::vector<std::string> runtimeLinkFlags(const std::string &runtimeLib) {
+  std::vector<std::string> flags = {runtimeLib};
+  SmallVector<StringRef> extra;
+  StringRef(KINA_RUNTIME_LINK_LIBS).split(extra, ' ', -1, false);
+  for (StringRef f : extra)
+    flags.push_back(f.str());
+  flags.push_back("-lstdc++");
+  flags.push_back("-lm");
+  return flags;
+}
+
+/// One compilation of a `.kir` file up to a stage; returns the bytes of the
+/// requested output.
+class Compilation {
+public:
+  Compilation(const DriverOptions &opts, StageTimer &timer, TempFiles &temps,
+              const ToolRunner &tools)
+      : opts(opts), timer(timer), temps(temps), tools(tools) {}
+
+  /// Compiles `input` to `stage`. On failure, diagnostics were printed.
+  std::optional<std::string> run(const std::string &input, EmitStage stage);
+
+private:
+  const DriverOptions &opts;
+  StageTimer &timer;
+  TempFiles &temps;
+  const ToolRunner &tools;
+
+  std::optional<std::string> runTools(const std::string &llvmDialectText,
+                                      EmitStage stage);
+};
+
+std::optional<std::string> Compilation::run(const std::string &input,
+                                            EmitStage stage) {
+  Expected<std::string> source = readFile(input);
+  if (!source) {
+    driverError("cannot open '" + input +
+                "': " + toString(source.takeError()));
+    return std::nullopt;
+  }
+
+  mlir::MLIRContext ctx;
+  ctx.printOpOnDiagnostic(false);
+  ctx.printStackTraceOnDiagnostic(false);
+  registerKinaDialects(ctx);
+  SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(
+      MemoryBuffer::getMemBufferCopy(*source, input), SMLoc());
+  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &ctx, errs());
+
+  auto parsed = timer.time("parse", [&] {
+    return parseModule(*source, input, ctx);
+  });
+  if (mlir::failed(parsed))
+    return std::nullopt;
+  Module &module = *parsed;
+  if (mlir::failed(timer.time("sema", [&] {
+        return analyzeModule(module, ctx);
+      })))
+    return std::nullopt;
+  if (stage == EmitStage::Kir)
+    return printModule(module);
+  if (stage == EmitStage::Header)
+    return emitHeader(module, opts.symbolPrefix);
+
+  MLIRGenOptions genOptions;
+  genOptions.symbolPrefix = opts.symbolPrefix;
+  mlir::OwningOpRef<mlir::ModuleOp> mlirModule = timer.time(
+      "mlirgen", [&] { return mlirGen(ctx, module, genOptions); });
+  if (!mlirModule)
+    return std::nullopt;
+
+  auto print = [&](mlir::ModuleOp m, bool debugInfo) {
+    std::string text;
+    raw_string_ostream os(text);
+    mlir::OpPrintingFlags flags;
+    if (debugInfo)
+      flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+    m.print(os, flags);
+    os.flush();
+    return text;
+  };
+  if (stage == EmitStage::Mlir)
+    return print(*mlirModule, opts.printDebugInfo);
+
+  PipelineOptions pipeline;
+  pipeline.optLevel = opts.optLevel;
+  pipeline.target = opts.target;
+  pipeline.symbolPrefix = opts.symbolPrefix;
+  if (mlir::failed(timer.time("pipeline", [&] {
+        return lowerToLLVMDialect(*mlirModule, module, pipeline);
+      })))
+    return std::nullopt;
+  std::string llvmDialect = timer.time(
+      "print-mlir", [&] { return print(*mlirModule, opts.printDebugInfo); });
+  if (stage == EmitStage::MlirLLVM)
+    return llvmDialect;
+  return runTools(llvmDialect, stage);
+}
+
+std::optional<std::string>
+Compilation::runTools(const std::string &llvmDialectText, EmitStage stage) {
+  auto fail = [](Error err) -> std::optional<std::string> {
+    driverError(toString(std::move(err)));
+    return std::nullopt;
+  };
+  Expected<std::string> translate = tools.findTool(
+      "mlir-translate", opts.mlirTranslate, configuredLLVMBin());
+  if (!translate)
+    return fail(translate.takeError());
+  Expected<std::string> mlirPath = temps.create("kinac", "mlir");
+  if (!mlirPath)
+    return fail(mlirPath.takeError());
+  if (Error err = writeOutput(*mlirPath, llvmDialectText))
+    return fail(std::move(err));
+  Expected<std::string> llPath = temps.create("kinac", "ll");
+  if (!llPath)
+    return fail(llPath.takeError());
+  if (Error err = timer.time("mlir-translate", [&] {
+        return tools.run(*translate, {"mlir-translate", "--mlir-to-llvmir",
+                                      *mlirPath, "-o", *llPath});
+      }))
+    return fail(std::move(err));
+  if (stage == EmitStage::LLVM) {
+    Expected<std::string> text = readFile(*llPath);
+    if (!text)
+      return fail(text.takeError());
+    return *text;
+  }
+
+  Expected<std::string> llc =
+      tools.findTool("llc", opts.llc, configuredLLVMBin());
+  if (!llc)
+    return fail(llc.takeError());
+  bool object = stage == EmitStage::Obj;
+  Expected<std::string> outPath = temps.create("kinac", object ? "o" : "s");
+  if (!outPath)
+    return fail(outPath.takeError());
+  std::vector<std::string> args = {
+      "llc",
+      "-O" + std::to_string(opts.optLevel),
+      object ? "-filetype=obj" : "-filetype=asm",
+      "-relocation-model=pic",
+      *llPath,
+      "-o",
+      *outPath};
+  if (Error err = timer.time("llc", [&] { return tools.run(*llc, args); }))
+    return fail(std::move(err));
+  Expected<std::string> bytes = readFile(*outPath);
+  if (!bytes)
+    return fail(bytes.takeError());
+  return *bytes;
+}
+
+bool isKir(StringRef path) { return sys::path::extension(path) == ".kir"; }
+
+std::string stem(StringRef path) { return sys::path::stem(path).str(); }
+
+/// `kinac a.kir [b.kir] main.c [x.o] -o app`: compile, write the headers
+/// into a temporary include directory, link with the C compiler driver.
+int linkExecutable(const DriverOptions &opts, const char *argv0,
+                   StageTimer &timer, TempFiles &temps,
+                   const ToolRunner &tools) {
+  Compilation compilation(opts, timer, temps, tools);
+  Expected<std::string> includeDir = temps.createDirectory("kinac-include");
+  if (!includeDir) {
+    driverError(toString(includeDir.takeError()));
+    return ExitFailure;
+  }
+  std::vector<std::string> objects, others;
+  for (const std::string &input : opts.inputs) {
+    if (!isKir(input)) {
+      others.push_back(input);
+      continue;
+    }
+    std::optional<std::string> header =
+        compilation.run(input, EmitStage::Header);
+    if (!header)
+      return ExitFailure;
+    SmallString<256> headerPath(*includeDir);
+    sys::path::append(headerPath, stem(input) + ".h");
+    temps.adopt(headerPath);
+    if (Error err = writeOutput(headerPath, *header)) {
+      driverError(toString(std::move(err)));
+      return ExitFailure;
+    }
+    std::optional<std::string> object = compilation.run(input, EmitStage::Obj);
+    if (!object)
+      return ExitFailure;
+    Expected<std::string> objPath = temps.create(stem(input), "o");
+    if (!objPath) {
+      driverError(toString(objPath.takeError()));
+      return ExitFailure;
+    }
+    if (Error err = writeOutput(*objPath, *object)) {
+      driverError(toString(std::move(err)));
+      return ExitFailure;
+    }
+    objects.push_back(*objPath);
+  }
+
+  std::string output = opts.output.empty() ? "a.out" : opts.output;
+  if (output == "-") {
+    driverError("cannot write an executable to standard output");
+    return ExitFailure;
+  }
+  std::string cc = "cc";
+  if (std::optional<std::string> env = sys::Process::GetEnv("CC"))
+    if (!env->empty())
+      cc = *env;
+  ErrorOr<std::string> ccPath = sys::findProgramByName(cc);
+  if (!ccPath) {
+    driverError("cannot find the C compiler driver '" + cc +
+                "' (set CC to choose another)");
+    return ExitFailure;
+  }
+  SmallString<256> model(output);
+  model += ".tmp-%%%%%%%%";
+  SmallString<256> tmpOut;
+  if (std::error_code ec = sys::fs::createUniqueFile(model, tmpOut)) {
+    driverError("cannot write '" + output + "': " + ec.message());
+    return ExitFailure;
+  }
+  std::vector<std::string> args = {cc, "-I" + *includeDir};
+  for (const std::string &o : others)
+    args.push_back(o);
+  for (const std::string &o : objects)
+    args.push_back(o);
+  for (const std::string &f : runtimeLinkFlags(findRuntimeLib(opts, argv0)))
+    args.push_back(f);
+  args.push_back("-o");
+  args.push_back(std::string(tmpOut));
+  if (Error err = timer.time("link", [&] { return tools.run(*ccPath, args); })) {
+    sys::fs::remove(tmpOut);
+    driverError(toString(std::move(err)));
+    return ExitFailure;
+  }
+  if (std::error_code ec = sys::fs::rename(tmpOut, output)) {
+    sys::fs::remove(tmpOut);
+    driverError("cannot write '" + output + "': " + ec.message());
+    return ExitFailure;
+  }
+  return ExitSuccess;
+}
+
+} // namespace
+
+int runDriver(int argc, char **argv) {
+  DriverOptions opts;
+  CLI::App app{"kinac: ahead-of-time compiler for Kina IR (version " KINA_VERSION
+               ")",
+               "kinac"};
+  app.add_option("inputs", opts.inputs,
+                 "Input files: .kir modules; with .c/.cc/.cpp/.o/.a files "
+                 "too, kinac links an executable");
+  app.add_option("-o", opts.output,
+                 "Output file ('-' for standard output). Defaults: obj "
+                 "<stem>.o, header <stem>.h, text stages standard output, "
+                 "link a.out");
+  app.add_option("--emit", opts.emit,
+                 "What to produce: kir|mlir|mlir-llvm|llvm|asm|obj|header")
+      ->check(CLI::IsMember({"kir", "mlir", "mlir-llvm", "llvm", "asm", "obj",
+                             "header"}));
+  app.add_option("-O", opts.optLevel, "Optimisation level 0..3 (default 2)")
+      ->check(CLI::Range(0, 3));
+  app.add_option("--target", opts.target, "Code generation target: cpu")
+      ->check(CLI::IsMember({"cpu"}));
+  app.add_option("--symbol-prefix", opts.symbolPrefix,
+                 "Prefix every exported symbol of the module");
+  app.add_option("--mlir-translate", opts.mlirTranslate,
+                 "Path of mlir-translate (else $KINA_LLVM_BIN, else the one "
+                 "found at build time)");
+  app.add_option("--llc", opts.llc,
+                 "Path of llc (else $KINA_LLVM_BIN, else the one found at "
+                 "build time)");
+  app.add_option("--runtime-lib", opts.runtimeLib,
+                 "libkina_runtime.a to link executables with");
+  app.add_flag("-v,--verbose", opts.verbose,
+               "Print each external command before running it");
+  app.add_flag("--keep-temps", opts.keepTemps,
+               "Keep temporary files and print where they are");
+  app.add_flag("--time-stages", opts.timeStages,
+               "Print the wall time of each compilation stage");
+  app.add_flag("--mlir-print-debuginfo", opts.printDebugInfo,
+               "Print source locations in emitted MLIR");
+  app.add_flag("--print-link-flags", opts.printLinkFlags,
+               "Print what a link of compiled objects needs, then exit");
+  app.set_version_flag("--version", "kinac version " KINA_VERSION);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion &e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError &e) {
+    driverError(e.what());
+    errs() << "Run with --help for more information.\n";
+    return ExitFailure;
+  }
+
+  if (opts.printLinkFlags) {
+    std::vector<std::string> flags =
+        runtimeLinkFlags(findRuntimeLib(opts, argv[0]));
+    outs() << quoteCommand(flags) << "\n";
+    return ExitSuccess;
+  }
+  if (opts.inputs.empty()) {
+    driverError("no input files");
+    return ExitFailure;
+  }
+
+  StageTimer timer(opts.timeStages);
+  TempFiles temps(opts.keepTemps);
+  ToolRunner tools(opts.verbose);
+  std::vector<std::string> kirInputs;
+  bool link = false;
+  for (const std::string &input : opts.inputs) {
+    if (isKir(input))
+      kirInputs.push_back(input);
+    else
+      link = true;
+  }
+  if (kirInputs.empty()) {
+    driverError("no .kir input file");
+    return ExitFailure;
+  }
+
+  int rc;
+  if (link) {
+    if (opts.emit != "obj") {
+      driverError("--emit=" + opts.emit +
+                  " cannot be combined with C sources or objects to link");
+      return ExitFailure;
+    }
+    rc = linkExecutable(opts, argv[0], timer, temps, tools);
+  } else if (kirInputs.size() > 1) {
+    driverError("one .kir input at a time (or add C sources to link an "
+                "executable)");
+    return ExitFailure;
+  } else {
+    EmitStage stage = *parseStage(opts.emit);
+    const std::string &input = kirInputs.front();
+    std::string output = opts.output;
+    if (output.empty()) {
+      if (stage == EmitStage::Obj)
+        output = stem(input) + ".o";
+      else if (stage == EmitStage::Header)
+        output = stem(input) + ".h";
+      else
+        output = "-";
+    }
+    Compilation compilation(opts, timer, temps, tools);
+    std::optional<std::string> result = compilation.run(input, stage);
+    rc = ExitFailure;
+    if (result) {
+      if (Error err = writeOutput(output, *result))
+        driverError(toString(std::move(err)));
+      else
+        rc = ExitSuccess;
+    }
+  }
+  timer.print();
+  return rc;
+}
+
+} // namespace kina

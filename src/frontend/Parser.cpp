@@ -1,0 +1,710 @@
+//===- Parser.cpp - Kina IR text to the syntax tree ------------------------===//
+//
+// A recursive-descent parser for the grammar of shared/spec/kina-ir.md
+// ("Module and functions"), building the AST of AST.h with a FileLineColLoc
+// on every node:
+//
+//   module    ::= ('module' @name)? function+
+//   function  ::= 'private'? 'func' @name '(' (param (',' param)*)? ')'
+//                 '->' (type | '(' type (',' type)* ')') '{' stmt* return '}'
+//   param     ::= %name ':' type
+//   type      ::= elemtype ('[' (dim (',' dim)*)? ']')?
+//   dim       ::= integer | '?' | identifier
+//   stmt      ::= %r (',' %r)* '=' op operands? attrs? (':' types)?
+//   op        ::= identifier | 'call' @name '(' operands? ')'
+//   operand   ::= %name | integer | float | 'true' | 'false' | dense
+//   dense     ::= 'dense' '<' (number | list) '>'
+//   attrs     ::= '{' (identifier '=' attrvalue (',' ...)*)? '}'
+//   return    ::= 'return' %name (',' %name)*
+//
+// Statements are line based: the operands of an op start on the op's line
+// (a comma continues the list on the next line), and a statement ends at a
+// line break. On a syntax error the parser reports what it expected and what
+// it found, skips to the next line and goes on, so one run reports several
+// independent errors (at most kMaxErrors).
+//
+//===----------------------------------------------------------------------===//
+#include "Lexer.h"
+
+#include "kina/Frontend.h"
+#include "kina/Shapes.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Path.h"
+
+namespace kina {
+
+namespace {
+
+/// Syntax errors after which parsing stops.
+constexpr unsigned kMaxErrors = 20;
+
+/// A file stem made into a valid module name: characters outside
+/// `[A-Za-z0-9_.]` become '_', and a leading digit or '.' gets a '_' prefix.
+std::string moduleNameFromFile(llvm::StringRef filename) {
+  std::string stem = llvm::sys::path::stem(filename).str();
+  std::string name;
+  for (char c : stem) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '_' || c == '.';
+    name += ok ? c : '_';
+  }
+  if (name.empty())
+    return "module";
+  if (!((name[0] >= 'a' && name[0] <= 'z') ||
+        (name[0] >= 'A' && name[0] <= 'Z') || name[0] == '_'))
+    name = "_" + name;
+  return name;
+}
+
+class Parser {
+public:
+  Parser(llvm::StringRef source, llvm::StringRef filename,
+         mlir::MLIRContext &ctx)
+      : lex(source, filename, ctx), ctx(ctx),
+        module(mlir::FileLineColLoc::get(&ctx, filename, 1, 1)) {
+    module.filename = filename.str();
+    module.name = moduleNameFromFile(filename);
+  }
+
+  mlir::FailureOr<Module> parse();
+
+private:
+  // --- Tokens ---------------------------------------------------------------
+  void consume() { tok = lex.next(); }
+  bool stopping() const { return stopped || lex.gaveUp(); }
+  mlir::Location loc(const Token &t) const { return lex.getLoc(t); }
+  mlir::Location loc() const { return lex.getLoc(tok); }
+
+  /// Reports "expected <what>, found <tok>" at the current token, unless the
+  /// current token is a lexical error (already reported). Always returns
+  /// false so callers can `return syntaxError(...)`.
+  bool syntaxError(const llvm::Twine &expected);
+  /// Reports `msg` at `at` (counts towards the error limit).
+  mlir::InFlightDiagnostic errorAt(mlir::Location at);
+
+  bool expect(TokenKind k, const llvm::Twine &expected) {
+    if (!tok.is(k))
+      return syntaxError(expected);
+    consume();
+    return true;
+  }
+  /// Skips to the first token of the next line (or the end of the file).
+  void skipToNextLine() {
+    do
+      consume();
+    while (!tok.startsLine && !tok.is(TokenKind::Eof));
+  }
+  bool atFunctionStart() const {
+    return tok.startsLine && (tok.isKeyword("func") || tok.isKeyword("private"));
+  }
+
+  // --- Grammar --------------------------------------------------------------
+  void parseFunction();
+  bool parseSignature(Function &fn);
+  void parseBody(Function &fn);
+  bool parseType(TensorType &type, const char *context);
+  bool parseDim(Dim &dim, const char *context);
+  bool parseStatement(Function &fn);
+  bool parseReturn(Function &fn);
+  bool startsOperand() const;
+  bool parseOperand(Operand &op, const char *context);
+  bool parseDense(DenseLiteral &lit);
+  bool parseAttributes(Statement &st);
+  bool parseAttrValue(AttrValue &v);
+  bool expectEndOfStatement();
+
+  Lexer lex;
+  mlir::MLIRContext &ctx;
+  Token tok;
+  Module module;
+  unsigned numErrors = 0;
+  bool stopped = false;
+  bool sawFunction = false;
+};
+
+mlir::InFlightDiagnostic Parser::errorAt(mlir::Location at) {
+  ++numErrors;
+  mlir::InFlightDiagnostic diag = mlir::emitError(at);
+  if (numErrors >= kMaxErrors) {
+    diag.attachNote() << "too many errors; stopping here";
+    stopped = true;
+  }
+  return diag;
+}
+
+bool Parser::syntaxError(const llvm::Twine &expected) {
+  if (tok.is(TokenKind::Error) || stopping())
+    return false; // the lexer reported it already
+  errorAt(loc()) << "expected " << expected << ", found "
+                 << describeToken(tok);
+  return false;
+}
+
+mlir::FailureOr<Module> Parser::parse() {
+  consume();
+  if (tok.isKeyword("module")) {
+    module.loc = loc();
+    consume();
+    if (tok.is(TokenKind::FunctionName)) {
+      module.name = tok.value;
+      module.nameWasWritten = true;
+      consume();
+      if (!tok.startsLine && !tok.is(TokenKind::Eof)) {
+        syntaxError("end of line after the module name");
+        skipToNextLine();
+      }
+    } else {
+      syntaxError("a module name ('@name') after 'module'");
+      skipToNextLine();
+    }
+  }
+  while (!tok.is(TokenKind::Eof) && !stopping()) {
+    if (tok.isKeyword("func") || tok.isKeyword("private")) {
+      parseFunction();
+      continue;
+    }
+    if (tok.isKeyword("module")) {
+      errorAt(loc()) << "'module' must be the first line of the file";
+    } else {
+      syntaxError("'func' or 'private func'");
+    }
+    // Skip to the next function.
+    do
+      skipToNextLine();
+    while (!tok.is(TokenKind::Eof) && !atFunctionStart());
+  }
+  if (!sawFunction && numErrors == 0 && lex.getNumErrors() == 0)
+    errorAt(mlir::FileLineColLoc::get(&ctx, module.filename, 1, 1))
+        << "expected at least one function ('func @name(...) -> type "
+           "{ ... }')";
+  if (numErrors || lex.getNumErrors())
+    return mlir::failure();
+  return std::move(module);
+}
+
+void Parser::parseFunction() {
+  sawFunction = true;
+  Function fn(loc());
+  if (tok.isKeyword("private")) {
+    fn.isPrivate = true;
+    consume();
+    if (!tok.isKeyword("func")) {
+      syntaxError("'func' after 'private'");
+      do
+        skipToNextLine();
+      while (!tok.is(TokenKind::Eof) && !atFunctionStart());
+      return;
+    }
+  }
+  consume(); // 'func'
+  if (!parseSignature(fn)) {
+    // Go on with the body if there is one, to report its errors too.
+    while (!tok.is(TokenKind::LBrace) && !tok.is(TokenKind::Eof) &&
+           !atFunctionStart() && !stopping())
+      consume();
+    if (!tok.is(TokenKind::LBrace))
+      return;
+  }
+  if (!tok.is(TokenKind::LBrace)) {
+    syntaxError("'{' to start the body of @" + fn.name);
+    return;
+  }
+  consume();
+  parseBody(fn);
+  module.functions.push_back(std::move(fn));
+}
+
+bool Parser::parseSignature(Function &fn) {
+  if (!tok.is(TokenKind::FunctionName))
+    return syntaxError("a function name ('@name') after 'func'");
+  fn.name = tok.value;
+  fn.loc = loc();
+  consume();
+  if (!expect(TokenKind::LParen, "'(' after the function name"))
+    return false;
+  if (!tok.is(TokenKind::RParen)) {
+    while (true) {
+      if (!tok.is(TokenKind::ValueName))
+        return syntaxError("a parameter ('%name: type')");
+      Param p{tok.value, TensorType(), loc()};
+      consume();
+      if (!expect(TokenKind::Colon, "':' after parameter %" + p.name))
+        return false;
+      if (!parseType(p.type, "parameter type"))
+        return false;
+      fn.params.push_back(std::move(p));
+      if (tok.is(TokenKind::Comma)) {
+        consume();
+        continue;
+      }
+      if (tok.is(TokenKind::RParen))
+        break;
+      return syntaxError("',' or ')' in the parameter list");
+    }
+  }
+  consume(); // ')'
+  if (!expect(TokenKind::Arrow, "'->' and the result types"))
+    return false;
+  if (tok.is(TokenKind::LParen)) {
+    consume();
+    if (tok.is(TokenKind::RParen))
+      return syntaxError("at least one result type");
+    while (true) {
+      TensorType t;
+      if (!parseType(t, "result type"))
+        return false;
+      fn.results.push_back(std::move(t));
+      if (tok.is(TokenKind::Comma)) {
+        consume();
+        continue;
+      }
+      if (!expect(TokenKind::RParen, "',' or ')' in the result types"))
+        return false;
+      break;
+    }
+  } else {
+    TensorType t;
+    if (!parseType(t, "result type"))
+      return false;
+    fn.results.push_back(std::move(t));
+  }
+  return true;
+}
+
+void Parser::parseBody(Function &fn) {
+  while (!stopping()) {
+    if (tok.is(TokenKind::ValueName)) {
+      if (!parseStatement(fn) && !stopping()) {
+        if (!tok.startsLine)
+          skipToNextLine();
+      }
+      continue;
+    }
+    if (tok.isKeyword("return")) {
+      if (!parseReturn(fn)) {
+        if (!tok.startsLine)
+          skipToNextLine();
+      }
+      if (tok.is(TokenKind::RBrace)) {
+        consume();
+        return;
+      }
+      if (stopping())
+        return;
+      syntaxError("'}' after 'return' (it must be the last statement of @" +
+                  fn.name + ")");
+      while (!tok.is(TokenKind::RBrace) && !tok.is(TokenKind::Eof) &&
+             !atFunctionStart() && !stopping())
+        consume();
+      if (tok.is(TokenKind::RBrace))
+        consume();
+      return;
+    }
+    if (tok.is(TokenKind::RBrace)) {
+      errorAt(loc()) << "missing 'return' at the end of @" << fn.name;
+      consume();
+      return;
+    }
+    if (tok.is(TokenKind::Eof) || atFunctionStart()) {
+      syntaxError("'}' to end the body of @" + fn.name);
+      return;
+    }
+    syntaxError("a statement ('%name = op ...') or 'return'");
+    skipToNextLine();
+  }
+}
+
+bool Parser::parseType(TensorType &type, const char *context) {
+  mlir::Location typeLoc = loc();
+  std::optional<ElementType> et;
+  if (tok.is(TokenKind::Identifier))
+    et = parseElementType(tok.spelling);
+  if (!et)
+    return syntaxError(llvm::Twine("an element type (f64, f32, f16, bf16, "
+                                   "i64, i32, i8, i1) for the ") +
+                       context);
+  type.elementType = *et;
+  type.dims.clear();
+  consume();
+  if (!tok.is(TokenKind::LBracket))
+    return true;
+  consume();
+  if (tok.is(TokenKind::RBracket)) {
+    consume();
+    return true;
+  }
+  while (true) {
+    Dim d;
+    if (!parseDim(d, "tensor type"))
+      return false;
+    type.dims.push_back(std::move(d));
+    if (tok.is(TokenKind::Comma)) {
+      consume();
+      continue;
+    }
+    if (tok.is(TokenKind::RBracket))
+      break;
+    return syntaxError("',' or ']' in tensor type");
+  }
+  consume();
+  if (type.rank() > kMaxRank) {
+    errorAt(typeLoc) << "tensor type " << type.str() << " has rank "
+                     << type.rank() << ", above the maximum rank " << kMaxRank;
+    return false;
+  }
+  return true;
+}
+
+bool Parser::parseDim(Dim &dim, const char *context) {
+  if (tok.is(TokenKind::Integer)) {
+    if (tok.intValue < 0) {
+      errorAt(loc()) << "dim size must not be negative, found "
+                     << tok.spelling;
+      return false;
+    }
+    dim = Dim::fixed(tok.intValue);
+    consume();
+    return true;
+  }
+  if (tok.is(TokenKind::Question)) {
+    dim = Dim::dynamic();
+    consume();
+    return true;
+  }
+  if (tok.is(TokenKind::Identifier)) {
+    if (parseElementType(tok.spelling) || tok.spelling == "true" ||
+        tok.spelling == "false") {
+      errorAt(loc()) << "'" << tok.spelling
+                     << "' is a reserved word and cannot name a dim";
+      return false;
+    }
+    dim = Dim::named(tok.spelling);
+    consume();
+    return true;
+  }
+  return syntaxError(llvm::Twine("a dim (a size, '?' or a name) in ") +
+                     context);
+}
+
+bool Parser::startsOperand() const {
+  return tok.is(TokenKind::ValueName) || tok.is(TokenKind::Integer) ||
+         tok.is(TokenKind::Float) || tok.isKeyword("true") ||
+         tok.isKeyword("false") || tok.isKeyword("dense");
+}
+
+bool Parser::parseOperand(Operand &op, const char *context) {
+  op.loc = loc();
+  switch (tok.kind) {
+  case TokenKind::ValueName:
+    op.kind = Operand::Value;
+    op.name = tok.value;
+    consume();
+    return true;
+  case TokenKind::Integer:
+    op.kind = Operand::IntLiteral;
+    op.intValue = tok.intValue;
+    op.floatValue = tok.floatValue;
+    consume();
+    return true;
+  case TokenKind::Float:
+    op.kind = Operand::FloatLiteral;
+    op.floatValue = tok.floatValue;
+    consume();
+    return true;
+  case TokenKind::LParen:
+    if (stopping())
+      return false;
+    errorAt(loc()) << "expected an operand (a %value or a literal) " << context
+                   << ", found '('; nested expressions are not allowed: bind "
+                      "the inner operation to a %value first";
+    return false;
+  default:
+    break;
+  }
+  if (tok.isKeyword("true") || tok.isKeyword("false")) {
+    op.kind = Operand::BoolLiteral;
+    op.intValue = tok.isKeyword("true") ? 1 : 0;
+    op.floatValue = static_cast<double>(op.intValue);
+    consume();
+    return true;
+  }
+  if (tok.isKeyword("dense")) {
+    op.kind = Operand::Dense;
+    op.dense.emplace(loc());
+    return parseDense(*op.dense);
+  }
+  return syntaxError(llvm::Twine("an operand (a %value or a literal) ") +
+                     context);
+}
+
+bool Parser::parseDense(DenseLiteral &lit) {
+  consume(); // 'dense'
+  if (!expect(TokenKind::Less, "'<' after 'dense'"))
+    return false;
+  // Iterative-by-recursion over nested lists.
+  std::function<bool(DenseLiteral &)> parseElement =
+      [&](DenseLiteral &e) -> bool {
+    e.loc = loc();
+    if (tok.is(TokenKind::LBracket)) {
+      e.isList = true;
+      consume();
+      if (tok.is(TokenKind::RBracket)) {
+        consume();
+        return true;
+      }
+      while (true) {
+        e.elements.emplace_back(loc());
+        if (!parseElement(e.elements.back()))
+          return false;
+        if (tok.is(TokenKind::Comma)) {
+          consume();
+          continue;
+        }
+        if (tok.is(TokenKind::RBracket)) {
+          consume();
+          return true;
+        }
+        return syntaxError("',' or ']' in dense literal");
+      }
+    }
+    if (tok.is(TokenKind::Integer)) {
+      e.isInteger = true;
+      e.intValue = tok.intValue;
+      e.floatValue = tok.floatValue;
+    } else if (tok.is(TokenKind::Float)) {
+      e.floatValue = tok.floatValue;
+    } else if (tok.isKeyword("true") || tok.isKeyword("false")) {
+      e.isBool = true;
+      e.isInteger = true;
+      e.intValue = tok.isKeyword("true") ? 1 : 0;
+      e.floatValue = static_cast<double>(e.intValue);
+    } else {
+      return syntaxError("a number, a boolean or '[' in dense literal");
+    }
+    consume();
+    return true;
+  };
+  if (!parseElement(lit))
+    return false;
+  return expect(TokenKind::Greater, "'>' to end the dense literal");
+}
+
+bool Parser::parseAttrValue(AttrValue &v) {
+  v.loc = loc();
+  switch (tok.kind) {
+  case TokenKind::Integer:
+    v.kind = AttrValue::Int;
+    v.intValue = tok.intValue;
+    v.floatValue = tok.floatValue;
+    consume();
+    return true;
+  case TokenKind::Float:
+    v.kind = AttrValue::Float;
+    v.floatValue = tok.floatValue;
+    consume();
+    return true;
+  case TokenKind::String:
+    v.kind = AttrValue::String;
+    v.stringValue = tok.value;
+    consume();
+    return true;
+  case TokenKind::Identifier:
+    if (tok.spelling == "true" || tok.spelling == "false") {
+      v.kind = AttrValue::Bool;
+      v.boolValue = tok.spelling == "true";
+    } else if (std::optional<ElementType> et = parseElementType(tok.spelling)) {
+      v.kind = AttrValue::Type;
+      v.typeValue = *et;
+    } else {
+      v.kind = AttrValue::Symbol;
+      v.stringValue = tok.spelling;
+    }
+    consume();
+    return true;
+  case TokenKind::LBracket:
+    v.kind = AttrValue::List;
+    consume();
+    if (tok.is(TokenKind::RBracket)) {
+      consume();
+      return true;
+    }
+    while (true) {
+      v.elements.emplace_back(loc());
+      if (!parseAttrValue(v.elements.back()))
+        return false;
+      if (tok.is(TokenKind::Comma)) {
+        consume();
+        continue;
+      }
+      if (tok.is(TokenKind::RBracket)) {
+        consume();
+        return true;
+      }
+      return syntaxError("',' or ']' in attribute list");
+    }
+  default:
+    return syntaxError("an attribute value (a number, boolean, string, "
+                       "element type, name or list)");
+  }
+}
+
+bool Parser::parseAttributes(Statement &st) {
+  consume(); // '{'
+  if (tok.is(TokenKind::RBrace)) {
+    consume();
+    return true;
+  }
+  while (true) {
+    if (!tok.is(TokenKind::Identifier))
+      return syntaxError("an attribute name");
+    Attribute a{tok.spelling, AttrValue(loc()), loc()};
+    consume();
+    if (!expect(TokenKind::Equal, "'=' after attribute '" + a.name + "'"))
+      return false;
+    if (!parseAttrValue(a.value))
+      return false;
+    if (const Attribute *prev = st.attr(a.name)) {
+      mlir::InFlightDiagnostic diag = errorAt(a.loc);
+      diag << "duplicate attribute '" << a.name << "'";
+      diag.attachNote(prev->loc) << "previous value of '" << a.name
+                                 << "' is here";
+    } else {
+      st.attrs.push_back(std::move(a));
+    }
+    if (tok.is(TokenKind::Comma)) {
+      consume();
+      continue;
+    }
+    return expect(TokenKind::RBrace, "',' or '}' in attributes");
+  }
+}
+
+bool Parser::expectEndOfStatement() {
+  if (tok.startsLine || tok.is(TokenKind::Eof) || tok.is(TokenKind::RBrace))
+    return true;
+  return syntaxError("end of line after the statement");
+}
+
+bool Parser::parseStatement(Function &fn) {
+  Statement st(loc());
+  while (true) {
+    st.results.push_back(tok.value);
+    st.resultLocs.push_back(loc());
+    consume();
+    if (!tok.is(TokenKind::Comma))
+      break;
+    consume();
+    if (!tok.is(TokenKind::ValueName))
+      return syntaxError("a result name ('%name') after ','");
+  }
+  if (!expect(TokenKind::Equal, "'=' or ',' after the result names"))
+    return false;
+  if (!tok.is(TokenKind::Identifier) || tok.startsLine)
+    return syntaxError("an operation name after '='");
+  st.op = tok.spelling;
+  st.opLoc = loc();
+  consume();
+  if (st.op == "call") {
+    if (!tok.is(TokenKind::FunctionName))
+      return syntaxError("a function name ('@name') after 'call'");
+    st.callee = tok.value;
+    consume();
+    if (!expect(TokenKind::LParen, "'(' after the callee @" + st.callee))
+      return false;
+    if (!tok.is(TokenKind::RParen)) {
+      while (true) {
+        st.operands.emplace_back(loc());
+        if (!parseOperand(st.operands.back(), "in the call arguments"))
+          return false;
+        if (tok.is(TokenKind::Comma)) {
+          consume();
+          continue;
+        }
+        if (tok.is(TokenKind::RParen))
+          break;
+        return syntaxError("',' or ')' in the call arguments");
+      }
+    }
+    consume(); // ')'
+  } else if (!tok.startsLine && !tok.is(TokenKind::LBrace) &&
+             !tok.is(TokenKind::Colon) && !tok.is(TokenKind::RBrace) &&
+             !tok.is(TokenKind::Eof)) {
+    std::string context = "for '" + st.op + "'";
+    while (true) {
+      st.operands.emplace_back(loc());
+      if (!parseOperand(st.operands.back(), context.c_str()))
+        return false;
+      if (!tok.is(TokenKind::Comma))
+        break;
+      consume();
+      context = "after ','";
+    }
+  }
+  if (tok.is(TokenKind::LBrace) && !tok.startsLine)
+    if (!parseAttributes(st))
+      return false;
+  if (tok.is(TokenKind::Colon) && !tok.startsLine) {
+    consume();
+    st.annotationLoc = loc();
+    std::vector<TensorType> types;
+    if (tok.is(TokenKind::LParen)) {
+      consume();
+      while (true) {
+        TensorType t;
+        if (!parseType(t, "result type"))
+          return false;
+        types.push_back(std::move(t));
+        if (tok.is(TokenKind::Comma)) {
+          consume();
+          continue;
+        }
+        if (!expect(TokenKind::RParen, "',' or ')' in the result types"))
+          return false;
+        break;
+      }
+    } else {
+      TensorType t;
+      if (!parseType(t, "result type"))
+        return false;
+      types.push_back(std::move(t));
+    }
+    st.annotation = std::move(types);
+  }
+  if (!expectEndOfStatement())
+    return false;
+  fn.body.push_back(std::move(st));
+  return true;
+}
+
+bool Parser::parseReturn(Function &fn) {
+  fn.returnLoc = loc();
+  consume(); // 'return'
+  if (tok.startsLine || tok.is(TokenKind::RBrace) || tok.is(TokenKind::Eof))
+    return true;
+  while (true) {
+    if (!tok.is(TokenKind::ValueName))
+      return syntaxError("a %value in 'return'");
+    Operand op(loc());
+    op.kind = Operand::Value;
+    op.name = tok.value;
+    consume();
+    fn.returns.push_back(std::move(op));
+    if (!tok.is(TokenKind::Comma))
+      break;
+    consume();
+  }
+  return expectEndOfStatement();
+}
+
+} // namespace
+
+mlir::FailureOr<Module> parseModule(llvm::StringRef source,
+                                    llvm::StringRef filename,
+                                    mlir::MLIRContext &ctx) {
+  Parser parser(source, filename, ctx);
+  return parser.parse();
+}
+
+} // namespace kina

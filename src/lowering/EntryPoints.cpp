@@ -1,0 +1,347 @@
+//===- EntryPoints.cpp - The status entry `kina_<fn>` of each function ----===//
+//
+// For every exported Kina function `@f` this pass adds
+//
+//   int32_t kina_f(KinaMemRefR *out0, ..., const KinaMemRefR *in0, ...)
+//
+// (spec, "ABI"): results first, then arguments, each a pointer to a ranked
+// memref descriptor. It is built on the bufferized module as a `func.func`
+// over `!llvm.ptr` values, so the ordinary lowering turns it into LLVM:
+//
+//   clear the thread's last error; check out/in pointers are not null;
+//   zero the result descriptors; load each argument descriptor and check
+//   every dim against the Kina signature (static sizes, symbolic dims equal
+//   wherever the name appears, no negative size), that the data pointer is
+//   not null when there are elements and that the layout is row-major
+//   contiguous (the offset is folded into the aligned pointer); call `@f`;
+//   store the result descriptors, or return the runtime's status when `@f`
+//   failed (null descriptors).
+//
+// Every failed check returns 1 (Validation Error) with a message naming the
+// entry, the argument and the dim, recorded through the runtime's
+// `kina_rt_shape_error`/`kina_rt_fail` (runtime.h).
+//
+//===----------------------------------------------------------------------===//
+#include "kina/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Pass/Pass.h"
+
+#include "llvm/ADT/StringMap.h"
+
+using namespace mlir;
+
+namespace kina {
+namespace {
+
+class EntryPointsPass
+    : public PassWrapper<EntryPointsPass, OperationPass<ModuleOp>> {
+public:
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(EntryPointsPass)
+  EntryPointsPass(const Module *module, std::string prefix)
+      : kinaModule(module), prefix(std::move(prefix)) {}
+  StringRef getArgument() const override { return "kina-entry-points"; }
+  StringRef getDescription() const override {
+    return "Add the status entry kina_<fn> of each exported function";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<cf::ControlFlowDialect, LLVM::LLVMDialect,
+                    arith::ArithDialect, func::FuncDialect>();
+  }
+
+  void runOnOperation() override {
+    for (const Function &fn : kinaModule->functions) {
+      if (fn.isPrivate)
+        continue;
+      if (failed(buildEntry(fn)))
+        return signalPassFailure();
+    }
+  }
+
+private:
+  const Module *kinaModule;
+  std::string prefix;
+  unsigned messageCounter = 0;
+
+  LogicalResult buildEntry(const Function &fn);
+};
+
+/// Builder state for one entry function: the current block, and helpers that
+/// branch to a failure block returning a status.
+struct EntryBuilder {
+  OpBuilder &b;
+  func::FuncOp entry;
+  ModuleOp module;
+  Location loc;
+  unsigned &messageCounter;
+
+  Type i64() { return b.getI64Type(); }
+  Type i32() { return b.getI32Type(); }
+  Type ptr() { return LLVM::LLVMPointerType::get(b.getContext()); }
+
+  Value i64Const(int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, i64(), v);
+  }
+  Value i32Const(int32_t v) {
+    return arith::ConstantIntOp::create(b, loc, i32(), v);
+  }
+  Value message(StringRef text) {
+    std::string name = "kina_entry_msg_" + std::to_string(messageCounter++);
+    return LLVM::createGlobalString(loc, b, name, text,
+                                    LLVM::Linkage::Internal);
+  }
+  func::FuncOp declare(StringRef name, FunctionType type) {
+    if (auto fn = module.lookupSymbol<func::FuncOp>(name))
+      return fn;
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    auto fn = func::FuncOp::create(b, loc, name, type);
+    fn.setPrivate();
+    return fn;
+  }
+
+  /// Continues in a new block when `ok` holds; otherwise runs `onFail` in a
+  /// failure block, which must return a status value.
+  void check(Value ok, llvm::function_ref<Value()> onFail) {
+    Block *current = b.getInsertionBlock();
+    Block *cont = new Block();
+    Block *fail = new Block();
+    entry.getBody().push_back(cont);
+    entry.getBody().push_back(fail);
+    cf::CondBranchOp::create(b, loc, ok, cont, fail);
+    b.setInsertionPointToEnd(fail);
+    Value status = onFail();
+    func::ReturnOp::create(b, loc, status);
+    b.setInsertionPointToEnd(cont);
+    (void)current;
+  }
+  /// `ok` or return 1 with the fixed message `text`.
+  void require(Value ok, StringRef text) {
+    check(ok, [&] {
+      auto fn = declare("kina_rt_fail", b.getFunctionType({i32(), ptr()},
+                                                          {i32()}));
+      return func::CallOp::create(b, loc, fn,
+                                  ValueRange{i32Const(1), message(text)})
+          .getResult(0);
+    });
+  }
+  /// `ok` or return 1 with `text`, whose `{0}`/`{1}` become `a`/`b`.
+  void requireSizes(Value ok, StringRef text, Value a, Value c) {
+    check(ok, [&] {
+      auto fn = declare("kina_rt_shape_error",
+                        b.getFunctionType({ptr(), i64(), i64()}, {i32()}));
+      return func::CallOp::create(b, loc, fn, ValueRange{message(text), a, c})
+          .getResult(0);
+    });
+  }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+};
+
+Type descriptorType(MLIRContext *ctx, int64_t rank) {
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  Type i64 = IntegerType::get(ctx, 64);
+  SmallVector<Type> fields = {ptr, ptr, i64};
+  if (rank > 0) {
+    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+  }
+  return LLVM::LLVMStructType::getLiteral(ctx, fields);
+}
+
+LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
+  ModuleOp module = getOperation();
+  MLIRContext *ctx = module.getContext();
+  std::string name = prefix + fn.name;
+  auto callee = module.lookupSymbol<func::FuncOp>(name);
+  if (!callee)
+    return module.emitError("internal error: no function @") << name;
+  FunctionType calleeType = callee.getFunctionType();
+  std::string entryName = "kina_" + name;
+  if (module.lookupSymbol(entryName))
+    return emitError(fn.loc) << "function @" << fn.name
+                             << " collides with the entry symbol '"
+                             << entryName << "'";
+
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(module.getBody());
+  Location loc = fn.loc;
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  size_t numResults = calleeType.getNumResults();
+  size_t numArgs = calleeType.getNumInputs();
+  SmallVector<Type> argTypes(numResults + numArgs, ptr);
+  auto entry = func::FuncOp::create(
+      b, loc, entryName, b.getFunctionType(argTypes, {b.getI32Type()}));
+  Block *body = entry.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  EntryBuilder e{b, entry, module, loc, messageCounter};
+
+  func::CallOp::create(
+      b, loc, e.declare("kina_rt_begin_call", b.getFunctionType({}, {})),
+      ValueRange{});
+
+  Value nullPtr = LLVM::ZeroOp::create(b, loc, ptr);
+  auto notNull = [&](Value p) {
+    return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, p, nullPtr);
+  };
+
+  // Result pointers: not null, then zeroed so a failure leaves null buffers.
+  for (size_t i = 0; i < numResults; ++i) {
+    Value out = body->getArgument(i);
+    e.require(notNull(out), entryName + ": result " + std::to_string(i) +
+                                " descriptor pointer is null");
+  }
+  for (size_t i = 0; i < numResults; ++i) {
+    auto type = cast<MemRefType>(calleeType.getResult(i));
+    Type desc = descriptorType(ctx, type.getRank());
+    LLVM::StoreOp::create(b, loc, LLVM::ZeroOp::create(b, loc, desc),
+                          body->getArgument(i));
+  }
+
+  // Arguments: load and validate against the Kina signature.
+  struct Binding {
+    Value size;
+    std::string where;
+  };
+  llvm::StringMap<Binding> symbols;
+  SmallVector<Value> callArgs;
+  for (size_t i = 0; i < numArgs; ++i) {
+    const Param &param = fn.params[i];
+    auto type = cast<MemRefType>(calleeType.getInput(i));
+    int64_t rank = type.getRank();
+    Value in = body->getArgument(numResults + i);
+    std::string argName = entryName + ": argument %" + param.name;
+    e.require(notNull(in), argName + " descriptor pointer is null");
+    Type descType = descriptorType(ctx, rank);
+    Value desc = LLVM::LoadOp::create(b, loc, descType, in);
+
+    SmallVector<Value> sizes;
+    for (int64_t d = 0; d < rank; ++d) {
+      Value size = LLVM::ExtractValueOp::create(b, loc, desc,
+                                                ArrayRef<int64_t>{3, d});
+      sizes.push_back(size);
+      std::string where = argName + " dim " + std::to_string(d);
+      const Dim &dim = param.type.dims[d];
+      switch (dim.kind) {
+      case Dim::Static:
+        e.requireSizes(e.cmp(arith::CmpIPredicate::eq, size,
+                             e.i64Const(dim.size)),
+                       where + " has size {1}, expected {0}",
+                       e.i64Const(dim.size), size);
+        break;
+      case Dim::Symbolic: {
+        auto it = symbols.find(dim.symbol);
+        if (it == symbols.end()) {
+          e.requireSizes(e.cmp(arith::CmpIPredicate::sge, size, e.i64Const(0)),
+                         where + " (" + dim.symbol +
+                             ") has negative size {1}",
+                         e.i64Const(0), size);
+          symbols[dim.symbol] = {size, where};
+        } else {
+          e.requireSizes(e.cmp(arith::CmpIPredicate::eq, size,
+                               it->second.size),
+                         where + " (" + dim.symbol + ") has size {1}, but " +
+                             dim.symbol + " = {0} from " + it->second.where,
+                         it->second.size, size);
+        }
+        break;
+      }
+      case Dim::Dynamic:
+        e.requireSizes(e.cmp(arith::CmpIPredicate::sge, size, e.i64Const(0)),
+                       where + " has negative size {1}", e.i64Const(0), size);
+        break;
+      }
+    }
+
+    // Row-major contiguity (strides of size-1 dims do not matter) and the
+    // element count, for the null-data check.
+    Value expected = e.i64Const(1);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      Value stride = LLVM::ExtractValueOp::create(b, loc, desc,
+                                                  ArrayRef<int64_t>{4, d});
+      Value fine = arith::OrIOp::create(
+          b, loc, e.cmp(arith::CmpIPredicate::eq, stride, expected),
+          e.cmp(arith::CmpIPredicate::sle, sizes[d], e.i64Const(1)));
+      e.requireSizes(fine,
+                     argName + " is not row-major contiguous: dim " +
+                         std::to_string(d) + " has stride {1}, expected {0}",
+                     expected, stride);
+      expected = arith::MulIOp::create(b, loc, expected, sizes[d]);
+    }
+    Value elements = expected;
+    Value aligned =
+        LLVM::ExtractValueOp::create(b, loc, desc, ArrayRef<int64_t>{1});
+    Value hasData = arith::OrIOp::create(
+        b, loc, notNull(aligned),
+        e.cmp(arith::CmpIPredicate::eq, elements, e.i64Const(0)));
+    e.require(hasData, argName + " has a null data pointer");
+
+    // Fold the offset into the aligned pointer: the compiled function
+    // assumes the identity layout with offset 0.
+    Value offset =
+        LLVM::ExtractValueOp::create(b, loc, desc, ArrayRef<int64_t>{2});
+    Type elementType = type.getElementType();
+    Value shifted = LLVM::GEPOp::create(b, loc, ptr, elementType, aligned,
+                                        ValueRange{offset});
+    desc = LLVM::InsertValueOp::create(b, loc, desc, shifted,
+                                       ArrayRef<int64_t>{1});
+    desc = LLVM::InsertValueOp::create(b, loc, desc, e.i64Const(0),
+                                       ArrayRef<int64_t>{2});
+    callArgs.push_back(
+        UnrealizedConversionCastOp::create(b, loc, type, desc).getResult(0));
+  }
+
+  auto call = func::CallOp::create(b, loc, callee, callArgs);
+
+  // A null result means `@f` failed and the runtime recorded why.
+  Value failed;
+  SmallVector<Value> resultDescs;
+  for (size_t i = 0; i < numResults; ++i) {
+    auto type = cast<MemRefType>(calleeType.getResult(i));
+    Value desc = UnrealizedConversionCastOp::create(
+                     b, loc, descriptorType(ctx, type.getRank()),
+                     call.getResult(i))
+                     .getResult(0);
+    resultDescs.push_back(desc);
+    if (i == 0) {
+      Value allocated =
+          LLVM::ExtractValueOp::create(b, loc, desc, ArrayRef<int64_t>{0});
+      failed = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, allocated,
+                                    nullPtr);
+    }
+  }
+  if (failed) {
+    Value ok = arith::XOrIOp::create(
+        b, loc, failed,
+        arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
+    e.check(ok, [&] {
+      auto lastStatus = e.declare("kina_rt_last_status",
+                                  b.getFunctionType({}, {e.i32()}));
+      Value status =
+          func::CallOp::create(b, loc, lastStatus, ValueRange{}).getResult(0);
+      // A failure always records a non-zero status; 5 guards the invariant.
+      Value isZero = e.cmp(arith::CmpIPredicate::eq, status, e.i32Const(0));
+      return arith::SelectOp::create(b, loc, isZero, e.i32Const(5), status)
+          .getResult();
+    });
+  }
+  for (size_t i = 0; i < numResults; ++i)
+    LLVM::StoreOp::create(b, loc, resultDescs[i], body->getArgument(i));
+  func::ReturnOp::create(b, loc, e.i32Const(0));
+  return success();
+}
+
+} // namespace
+
+std::unique_ptr<Pass> createEntryPointsPass(const Module *module,
+                                            std::string symbolPrefix) {
+  return std::make_unique<EntryPointsPass>(module, std::move(symbolPrefix));
+}
+
+} // namespace kina

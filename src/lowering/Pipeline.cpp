@@ -1,0 +1,88 @@
+//===- Pipeline.cpp - The pass pipeline from tensors to the LLVM dialect --===//
+//
+// Builds and runs the pass manager described in Pipeline.h. The sequence:
+//
+//   canonicalize, linalg elementwise fusion, cse        (-O1 and above)
+//   one-shot-bufferize (function boundaries, identity layouts; arguments
+//                       marked non-writable: inputs belong to the caller)
+//   kina-buffer-ownership, kina-entry-points            (Passes.h)
+//   convert-linalg-to-loops, expand-strided-metadata, lower-affine,
+//   convert-scf-to-cf, canonicalize + cse               (cleanup at -O1+)
+//   convert-math-to-llvm, convert-math-to-libm          (erf & co. via libm)
+//   kina-lower-to-llvm, reconcile-unrealized-casts
+//
+// Passes are added to the module-anchored pass manager directly (see
+// toolchain-facts.md: a nested "builtin.module(...)" silently matches
+// nothing).
+//
+//===----------------------------------------------------------------------===//
+#include "kina/Pipeline.h"
+#include "kina/Passes.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace kina {
+
+LogicalResult lowerToLLVMDialect(ModuleOp module, const Module &kinaModule,
+                                 const PipelineOptions &options) {
+  MLIRContext *ctx = module.getContext();
+  if (options.target != "cpu")
+    return emitError(module.getLoc())
+           << "target '" << options.target << "' is not supported yet";
+
+  // Inputs are the caller's memory: bufferization must never write them.
+  for (auto func : module.getOps<func::FuncOp>())
+    if (!func.isExternal())
+      for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+        func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
+                        BoolAttr::get(ctx, false));
+
+  PassManager pm(ctx);
+  pm.enableVerifier(true);
+  bool optimize = options.optLevel > 0;
+  if (optimize) {
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createLinalgElementwiseOpFusionPass());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
+
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  bufferize.unknownTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createBufferOwnershipPass());
+  pm.addPass(createEntryPointsPass(&kinaModule, options.symbolPrefix));
+
+  pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  if (optimize) {
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createLowerToLLVMPass(kHostAllocFunction));
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  return pm.run(module);
+}
+
+} // namespace kina
