@@ -34,7 +34,8 @@ def write(name, array, dtype, description, manifest):
     with open(os.path.join(DATA_DIR, name), "wb") as f:
         f.write(a.tobytes(order="C"))
     shape = ", ".join(str(d) for d in a.shape)
-    manifest.append(f"{name:<14} {np.dtype(dtype).name}[{shape}]  {description}")
+    kind = f"{np.dtype(dtype).name}[{shape}]"
+    manifest.append(f"{name:<14} {kind:<18} {description}")
 
 
 def softmax_f32(logits):
@@ -70,7 +71,7 @@ def main():
     manifest = [
         "# Data of the digits sample, written by samples/digits/train.py.",
         "# Raw little-endian arrays, row-major (C order), no header.",
-        "# file           dtype[shape]  meaning",
+        "# file         dtype[shape]       meaning",
     ]
     write("images.bin", images, np.float32,
           "digits inputs / 16 (values in [0, 1]), one row per image", manifest)

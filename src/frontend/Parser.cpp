@@ -17,11 +17,13 @@
 //   attrs     ::= '{' (identifier '=' attrvalue (',' ...)*)? '}'
 //   return    ::= 'return' %name (',' %name)*
 //
-// Statements are line based: the operands of an op start on the op's line
-// (a comma continues the list on the next line), and a statement ends at a
-// line break. On a syntax error the parser reports what it expected and what
-// it found, skips to the next line and goes on, so one run reports several
-// independent errors (at most kMaxErrors).
+// Statements are line based: a statement ends at a line break, except inside
+// the parentheses of a call, the braces of attributes and a dense literal,
+// which may span lines (so may a function signature). When a line break cuts
+// a statement short, the error says "found end of line" and points just
+// after its last token. On a syntax error the parser reports what it
+// expected and what it found, skips to the next statement and goes on, so one run
+// reports several independent errors (at most kMaxErrors).
 //
 //===----------------------------------------------------------------------===//
 #include "Lexer.h"
@@ -32,6 +34,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Path.h"
+
+#include <functional>
 
 namespace kina {
 
@@ -72,7 +76,26 @@ public:
 
 private:
   // --- Tokens ---------------------------------------------------------------
-  void consume() { tok = lex.next(); }
+  void consume() {
+    prevEndLine = tok.line;
+    prevEndCol = tok.col + static_cast<unsigned>(tok.spelling.size());
+    tok = lex.next();
+  }
+  /// Inside a line-based construct (a statement outside its call
+  /// parentheses, attribute braces and dense literal), a token that starts
+  /// a new line ends the statement.
+  bool atLineBreak() const {
+    return lineSensitive && tok.startsLine && !tok.is(TokenKind::Eof);
+  }
+  /// Sets `lineSensitive` for the lifetime of the guard.
+  struct LineMode {
+    Parser &p;
+    bool saved;
+    LineMode(Parser &p, bool on) : p(p), saved(p.lineSensitive) {
+      p.lineSensitive = on;
+    }
+    ~LineMode() { p.lineSensitive = saved; }
+  };
   bool stopping() const { return stopped || lex.gaveUp(); }
   mlir::Location loc(const Token &t) const { return lex.getLoc(t); }
   mlir::Location loc() const { return lex.getLoc(tok); }
@@ -85,7 +108,7 @@ private:
   mlir::InFlightDiagnostic errorAt(mlir::Location at);
 
   bool expect(TokenKind k, const llvm::Twine &expected) {
-    if (!tok.is(k))
+    if (!tok.is(k) || atLineBreak())
       return syntaxError(expected);
     consume();
     return true;
@@ -95,6 +118,16 @@ private:
     do
       consume();
     while (!tok.startsLine && !tok.is(TokenKind::Eof));
+  }
+  /// Skips to the next line that starts a statement, `return`, `}` or a
+  /// function (error recovery inside a body).
+  void skipToNextStatement() {
+    do
+      consume();
+    while (!tok.is(TokenKind::Eof) &&
+           !(tok.startsLine &&
+             (tok.is(TokenKind::ValueName) || tok.isKeyword("return") ||
+              tok.is(TokenKind::RBrace) || atFunctionStart())));
   }
   bool atFunctionStart() const {
     return tok.startsLine && (tok.isKeyword("func") || tok.isKeyword("private"));
@@ -108,7 +141,6 @@ private:
   bool parseDim(Dim &dim, const char *context);
   bool parseStatement(Function &fn);
   bool parseReturn(Function &fn);
-  bool startsOperand() const;
   bool parseOperand(Operand &op, const char *context);
   bool parseDense(DenseLiteral &lit);
   bool parseAttributes(Statement &st);
@@ -122,6 +154,8 @@ private:
   unsigned numErrors = 0;
   bool stopped = false;
   bool sawFunction = false;
+  bool lineSensitive = false;
+  unsigned prevEndLine = 1, prevEndCol = 1; // just after the last token
 };
 
 mlir::InFlightDiagnostic Parser::errorAt(mlir::Location at) {
@@ -137,6 +171,12 @@ mlir::InFlightDiagnostic Parser::errorAt(mlir::Location at) {
 bool Parser::syntaxError(const llvm::Twine &expected) {
   if (tok.is(TokenKind::Error) || stopping())
     return false; // the lexer reported it already
+  if (atLineBreak()) {
+    // Point just after the last token of the unfinished statement.
+    errorAt(lex.getLoc(prevEndLine, prevEndCol))
+        << "expected " << expected << ", found end of line";
+    return false;
+  }
   errorAt(loc()) << "expected " << expected << ", found "
                  << describeToken(tok);
   return false;
@@ -277,8 +317,10 @@ void Parser::parseBody(Function &fn) {
   while (!stopping()) {
     if (tok.is(TokenKind::ValueName)) {
       if (!parseStatement(fn) && !stopping()) {
-        if (!tok.startsLine)
-          skipToNextLine();
+        if (!(tok.startsLine &&
+              (tok.is(TokenKind::ValueName) || tok.isKeyword("return") ||
+               tok.is(TokenKind::RBrace) || atFunctionStart())))
+          skipToNextStatement();
       }
       continue;
     }
@@ -293,6 +335,10 @@ void Parser::parseBody(Function &fn) {
       }
       if (stopping())
         return;
+      if (tok.is(TokenKind::Eof) || atFunctionStart()) {
+        syntaxError("'}' to end the body of @" + fn.name);
+        return;
+      }
       syntaxError("'}' after 'return' (it must be the last statement of @" +
                   fn.name + ")");
       while (!tok.is(TokenKind::RBrace) && !tok.is(TokenKind::Eof) &&
@@ -312,14 +358,14 @@ void Parser::parseBody(Function &fn) {
       return;
     }
     syntaxError("a statement ('%name = op ...') or 'return'");
-    skipToNextLine();
+    skipToNextStatement();
   }
 }
 
 bool Parser::parseType(TensorType &type, const char *context) {
   mlir::Location typeLoc = loc();
   std::optional<ElementType> et;
-  if (tok.is(TokenKind::Identifier))
+  if (tok.is(TokenKind::Identifier) && !atLineBreak())
     et = parseElementType(tok.spelling);
   if (!et)
     return syntaxError(llvm::Twine("an element type (f64, f32, f16, bf16, "
@@ -328,10 +374,10 @@ bool Parser::parseType(TensorType &type, const char *context) {
   type.elementType = *et;
   type.dims.clear();
   consume();
-  if (!tok.is(TokenKind::LBracket))
+  if (!tok.is(TokenKind::LBracket) || atLineBreak())
     return true;
   consume();
-  if (tok.is(TokenKind::RBracket)) {
+  if (tok.is(TokenKind::RBracket) && !atLineBreak()) {
     consume();
     return true;
   }
@@ -340,6 +386,8 @@ bool Parser::parseType(TensorType &type, const char *context) {
     if (!parseDim(d, "tensor type"))
       return false;
     type.dims.push_back(std::move(d));
+    if (atLineBreak())
+      return syntaxError("',' or ']' in tensor type");
     if (tok.is(TokenKind::Comma)) {
       consume();
       continue;
@@ -358,6 +406,9 @@ bool Parser::parseType(TensorType &type, const char *context) {
 }
 
 bool Parser::parseDim(Dim &dim, const char *context) {
+  if (atLineBreak())
+    return syntaxError(llvm::Twine("a dim (a size, '?' or a name) in ") +
+                       context);
   if (tok.is(TokenKind::Integer)) {
     if (tok.intValue < 0) {
       errorAt(loc()) << "dim size must not be negative, found "
@@ -388,14 +439,11 @@ bool Parser::parseDim(Dim &dim, const char *context) {
                      context);
 }
 
-bool Parser::startsOperand() const {
-  return tok.is(TokenKind::ValueName) || tok.is(TokenKind::Integer) ||
-         tok.is(TokenKind::Float) || tok.isKeyword("true") ||
-         tok.isKeyword("false") || tok.isKeyword("dense");
-}
-
 bool Parser::parseOperand(Operand &op, const char *context) {
   op.loc = loc();
+  if (atLineBreak())
+    return syntaxError(llvm::Twine("an operand (a %value or a literal) ") +
+                       context);
   switch (tok.kind) {
   case TokenKind::ValueName:
     op.kind = Operand::Value;
@@ -433,6 +481,7 @@ bool Parser::parseOperand(Operand &op, const char *context) {
   if (tok.isKeyword("dense")) {
     op.kind = Operand::Dense;
     op.dense.emplace(loc());
+    LineMode free(*this, false); // a dense literal may span lines
     return parseDense(*op.dense);
   }
   return syntaxError(llvm::Twine("an operand (a %value or a literal) ") +
@@ -551,7 +600,8 @@ bool Parser::parseAttrValue(AttrValue &v) {
 }
 
 bool Parser::parseAttributes(Statement &st) {
-  consume(); // '{'
+  LineMode free(*this, false); // attributes may span lines
+  consume();                   // '{'
   if (tok.is(TokenKind::RBrace)) {
     consume();
     return true;
@@ -584,24 +634,27 @@ bool Parser::parseAttributes(Statement &st) {
 bool Parser::expectEndOfStatement() {
   if (tok.startsLine || tok.is(TokenKind::Eof) || tok.is(TokenKind::RBrace))
     return true;
+  if (tok.is(TokenKind::Comma))
+    return syntaxError("an operand after the last one, or end of line");
   return syntaxError("end of line after the statement");
 }
 
 bool Parser::parseStatement(Function &fn) {
+  LineMode lines(*this, true);
   Statement st(loc());
   while (true) {
     st.results.push_back(tok.value);
     st.resultLocs.push_back(loc());
     consume();
-    if (!tok.is(TokenKind::Comma))
+    if (!tok.is(TokenKind::Comma) || atLineBreak())
       break;
     consume();
-    if (!tok.is(TokenKind::ValueName))
+    if (!tok.is(TokenKind::ValueName) || atLineBreak())
       return syntaxError("a result name ('%name') after ','");
   }
   if (!expect(TokenKind::Equal, "'=' or ',' after the result names"))
     return false;
-  if (!tok.is(TokenKind::Identifier) || tok.startsLine)
+  if (!tok.is(TokenKind::Identifier) || atLineBreak())
     return syntaxError("an operation name after '='");
   st.op = tok.spelling;
   st.opLoc = loc();
@@ -613,6 +666,7 @@ bool Parser::parseStatement(Function &fn) {
     consume();
     if (!expect(TokenKind::LParen, "'(' after the callee @" + st.callee))
       return false;
+    LineMode free(*this, false); // arguments may span lines
     if (!tok.is(TokenKind::RParen)) {
       while (true) {
         st.operands.emplace_back(loc());
@@ -636,7 +690,7 @@ bool Parser::parseStatement(Function &fn) {
       st.operands.emplace_back(loc());
       if (!parseOperand(st.operands.back(), context.c_str()))
         return false;
-      if (!tok.is(TokenKind::Comma))
+      if (!tok.is(TokenKind::Comma) || atLineBreak())
         break;
       consume();
       context = "after ','";
@@ -649,7 +703,7 @@ bool Parser::parseStatement(Function &fn) {
     consume();
     st.annotationLoc = loc();
     std::vector<TensorType> types;
-    if (tok.is(TokenKind::LParen)) {
+    if (tok.is(TokenKind::LParen) && !atLineBreak()) {
       consume();
       while (true) {
         TensorType t;
@@ -679,19 +733,20 @@ bool Parser::parseStatement(Function &fn) {
 }
 
 bool Parser::parseReturn(Function &fn) {
+  LineMode lines(*this, true);
   fn.returnLoc = loc();
   consume(); // 'return'
   if (tok.startsLine || tok.is(TokenKind::RBrace) || tok.is(TokenKind::Eof))
     return true;
   while (true) {
-    if (!tok.is(TokenKind::ValueName))
+    if (!tok.is(TokenKind::ValueName) || atLineBreak())
       return syntaxError("a %value in 'return'");
     Operand op(loc());
     op.kind = Operand::Value;
     op.name = tok.value;
     consume();
     fn.returns.push_back(std::move(op));
-    if (!tok.is(TokenKind::Comma))
+    if (!tok.is(TokenKind::Comma) || atLineBreak())
       break;
     consume();
   }

@@ -19,6 +19,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Support/LLVM.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
@@ -51,6 +52,10 @@ mlir::Value constInt(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
 /// `arith.constant` of a float type (the double is rounded to nearest).
 mlir::Value constFloat(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
                        double value);
+/// The attribute of a scalar of element type `t` (ints take `intValue`,
+/// truncated to the width; floats `floatValue`, rounded to nearest).
+mlir::TypedAttr scalarAttr(mlir::MLIRContext &ctx, ElementType t,
+                           int64_t intValue, double floatValue);
 /// `arith.constant` of `value` in the element type `t` (ints take
 /// `intValue`, floats `floatValue`).
 mlir::Value constScalar(mlir::OpBuilder &b, mlir::Location loc, ElementType t,
@@ -255,6 +260,10 @@ public:
   llvm::StringSet<> failedNames;
   /// Symbolic dims of the function being generated, bound at entry.
   llvm::StringMap<mlir::Value> symbols;
+  /// Index constants and tensor.dim results of the function being
+  /// generated, reused: its body is one block in program order.
+  llvm::DenseMap<int64_t, mlir::Value> indexConsts;
+  llvm::DenseMap<std::pair<mlir::Value, int64_t>, mlir::Value> dimCache;
   bool checkDeclared = false;
 };
 

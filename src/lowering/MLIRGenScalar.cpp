@@ -71,12 +71,20 @@ Value constFloat(OpBuilder &b, Location loc, Type type, double value) {
   return arith::ConstantOp::create(b, loc, FloatAttr::get(type, value));
 }
 
+TypedAttr scalarAttr(MLIRContext &ctx, ElementType t, int64_t intValue,
+                     double floatValue) {
+  Type type = toMLIRType(ctx, t);
+  if (isFloat(t))
+    return FloatAttr::get(type, floatValue);
+  APInt v(type.getIntOrFloatBitWidth(), static_cast<uint64_t>(intValue),
+          /*isSigned=*/false, /*implicitTrunc=*/true);
+  return IntegerAttr::get(type, v);
+}
+
 Value constScalar(OpBuilder &b, Location loc, ElementType t, int64_t intValue,
                   double floatValue) {
-  Type type = toMLIRType(*b.getContext(), t);
-  if (isFloat(t))
-    return constFloat(b, loc, type, floatValue);
-  return constInt(b, loc, type, intValue);
+  return arith::ConstantOp::create(
+      b, loc, scalarAttr(*b.getContext(), t, intValue, floatValue));
 }
 
 Value widen(OpBuilder &b, Location loc, ElementType t, Value x) {
@@ -229,7 +237,9 @@ static Value floatMod(OpBuilder &b, Location loc, Value x, Value y) {
       b, loc, adjust, arith::AddFOp::create(b, loc, r, y), r);
   Value isZero =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, r, zero);
-  Value signedZero = math::CopySignOp::create(b, loc, zero, y);
+  // copysign(0, y): y is non-zero and not NaN whenever r == 0.
+  Value signedZero =
+      arith::SelectOp::create(b, loc, yNeg, constFloat(b, loc, ft, -0.0), zero);
   return arith::SelectOp::create(b, loc, isZero, signedZero, adjusted);
 }
 
@@ -430,6 +440,79 @@ static Value floatToInt(OpBuilder &b, Location loc, Value v, Type it) {
   return r; // NaN: safe = 0 gives 0.
 }
 
+/// f64 to bf16 rounded once to nearest-even: f64 -> f32 rounded to odd,
+/// then f32 -> bf16 to nearest-even (f32 keeps more than 2 x 8 + 2 bits, so
+/// the pair rounds like one step). A plain truncf f64 -> bf16 is lowered by
+/// LLVM through f32 with two nearest-even roundings, which can differ.
+static Value f64ToBF16(OpBuilder &b, Location loc, Value x) {
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  Value t = arith::TruncFOp::create(b, loc, f32, x);
+  Value back = arith::ExtFOp::create(b, loc, b.getF64Type(), t);
+  // Exact, NaN or overflow: t is already right for the next step.
+  Value inexact =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE, back, x);
+  Value bits = arith::BitcastOp::create(b, loc, i32, t);
+  Value one = constInt(b, loc, i32, 1);
+  Value even = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                     arith::AndIOp::create(b, loc, bits, one),
+                                     constInt(b, loc, i32, 0));
+  // The other neighbour of x: one step toward x in magnitude.
+  Value tooBig = arith::CmpFOp::create(
+      b, loc, arith::CmpFPredicate::OGT, math::AbsFOp::create(b, loc, back),
+      math::AbsFOp::create(b, loc, x));
+  Value other = arith::SelectOp::create(
+      b, loc, tooBig, arith::SubIOp::create(b, loc, bits, one),
+      arith::AddIOp::create(b, loc, bits, one));
+  Value fix = arith::AndIOp::create(b, loc, inexact, even);
+  Value odd = arith::BitcastOp::create(
+      b, loc, f32, arith::SelectOp::create(b, loc, fix, other, bits));
+  return arith::TruncFOp::create(b, loc, b.getBF16Type(), odd);
+}
+
+/// i32/i64 to bf16 rounded once to nearest-even: the magnitude is first
+/// rounded to odd at 24 significant bits (the bits shifted out are OR-ed
+/// into a sticky last bit), which f32 holds exactly, then f32 -> bf16
+/// rounds to nearest-even. LLVM lowers sitofp to bf16 through an f32
+/// rounded to nearest-even, a double rounding that can differ.
+static Value intToBF16(OpBuilder &b, Location loc, Value x) {
+  Type it = x.getType();
+  unsigned width = it.getIntOrFloatBitWidth();
+  Value zero = constInt(b, loc, it, 0);
+  Value one = constInt(b, loc, it, 1);
+  Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, zero);
+  // |x| as an unsigned number (INT_MIN's magnitude is 2^(w-1)).
+  Value mag = arith::SelectOp::create(
+      b, loc, neg, arith::SubIOp::create(b, loc, zero, x), x);
+  // Bit length of |x|, read from the exponent of |x| as an f32: it may be
+  // one too large where the conversion rounds up to a power of two, which
+  // only rounds to odd at 23 bits instead of 24 (still >= 8 + 2 bits).
+  // (math.ctlz would be exact, but convert-math-to-libm rejects it.)
+  Value asFloat = arith::UIToFPOp::create(b, loc, b.getF32Type(), mag);
+  Value exponent = arith::ShRUIOp::create(
+      b, loc, arith::BitcastOp::create(b, loc, b.getI32Type(), asFloat),
+      constInt(b, loc, b.getI32Type(), 23));
+  if (width > 32)
+    exponent = arith::ExtUIOp::create(b, loc, it, exponent);
+  Value bitsUsed =
+      arith::SubIOp::create(b, loc, exponent, constInt(b, loc, it, 126));
+  Value shift = arith::MaxSIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, bitsUsed, constInt(b, loc, it, 24)),
+      zero);
+  Value mask =
+      arith::SubIOp::create(b, loc, arith::ShLIOp::create(b, loc, one, shift),
+                            one);
+  Value low = arith::AndIOp::create(b, loc, mag, mask);
+  Value sticky = arith::ExtUIOp::create(
+      b, loc, it,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, low, zero));
+  Value kept = arith::OrIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, mag, shift), sticky);
+  Value rounded = arith::ShLIOp::create(b, loc, kept, shift);
+  Value f = arith::UIToFPOp::create(b, loc, b.getF32Type(), rounded); // exact
+  f = arith::SelectOp::create(b, loc, neg, arith::NegFOp::create(b, loc, f), f);
+  return arith::TruncFOp::create(b, loc, b.getBF16Type(), f);
+}
+
 Value emitCast(OpBuilder &b, Location loc, ElementType from, ElementType to,
                Value x) {
   MLIRContext &ctx = *b.getContext();
@@ -444,6 +527,8 @@ Value emitCast(OpBuilder &b, Location loc, ElementType from, ElementType to,
             b, loc, toType, arith::ExtFOp::create(b, loc, b.getF32Type(), x));
       if (tw > fw)
         return arith::ExtFOp::create(b, loc, toType, x);
+      if (from == ElementType::F64 && to == ElementType::BF16)
+        return f64ToBF16(b, loc, x);
       return arith::TruncFOp::create(b, loc, toType, x);
     }
     if (to == ElementType::I1) // != 0, NaN gives true
@@ -456,7 +541,9 @@ Value emitCast(OpBuilder &b, Location loc, ElementType from, ElementType to,
       return arith::UIToFPOp::create(b, loc, toType, x);
     return arith::ExtUIOp::create(b, loc, toType, x);
   }
-  if (isFloat(to))
+  if (to == ElementType::BF16 && elementBitWidth(from) > 8)
+    return intToBF16(b, loc, x);
+  if (isFloat(to)) // exact or correctly rounded once (f16: |x| < 2^24)
     return arith::SIToFPOp::create(b, loc, toType, x);
   if (to == ElementType::I1)
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, x,

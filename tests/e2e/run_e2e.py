@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""End-to-end tests of kinac: compile Kina IR, call it from C, compare with NumPy.
+"""End-to-end tests of kinac: compile Kina IR, call it from C, check it.
 
 Each case below is a small `.kir` module, an exported function to call, and
 one or more runs (input arrays from a fixed NumPy seed, and either the
@@ -11,15 +11,21 @@ includes the header, reads every input from raw little-endian `.bin` files,
 builds descriptors with the run-time shapes (`aligned` 64 bytes after
 `allocated`, as for a view into a larger buffer; offset 0; row-major strides),
 calls `kina_<fn>`, writes each result's sizes and bytes (walking its strides),
-frees each result with `runtime_free` and exits with the entry's status. It
-links the harness with `cc harness.c case.o libkina_runtime.a -lm`, runs it
-once per run and compares. Tolerances (|got - ref| <= tol * max(1, |ref|),
-NaN must match NaN, infinities must be equal): f64 1e-12, f32 1e-5, f16 1e-3;
-integers and i1 exact (an i1 byte must be 0 or 1). A case may tighten a
-tolerance (casts compare exactly). Cases are independent: one that fails to
-compile does not stop the others. `--digits SAMPLE_DIR` instead builds and
-runs the digits sample (samples/digits) with the generated header and checks
-its exit code and last line. Prints `PASS name` / `FAIL name` per case, then
+frees each result with `runtime_free` and exits with the entry's status; it
+also checks with runtime_live_buffer_count() that no runtime buffer outlives
+the call once its results are freed (on failures too). It links the harness
+with `cc harness.c case.o libkina_runtime.a --libs` (default `-lstdc++ -lm`:
+the runtime is C++ inside; add `-lcudart` for a CUDA runtime), runs it once
+per run and compares. An error status must come with a non-empty, printable
+kina_last_error() (and, where the case says, a message naming the dim or the
+sizes). Some cases also check with `nm` which symbols case.o defines.
+Tolerances (|got - ref| <= tol * max(1, |ref|), NaN must match NaN,
+infinities must be equal): f64 1e-12, f32 1e-5, f16 1e-3; integers and i1
+exact (an i1 byte must be 0 or 1). A case may set its own tolerance (casts
+compare exactly; long f32 sums get 1e-4). Cases are independent: one that
+fails to compile does not stop the others. `--digits SAMPLE_DIR` instead
+builds and runs the digits sample (samples/digits) with the generated header
+and checks its exit code and last line. Prints `PASS name` / `FAIL name` per case, then
 `N passed, N failed`; exits 1 if anything failed. Needs only NumPy.
 """
 
@@ -64,7 +70,8 @@ class Run:
     `message` is a regex that kina_last_error() must match (case-insensitive)
     when status != 0; `tol` optionally maps a result index to a tolerance."""
 
-    def __init__(self, inputs, expected=None, status=0, message=None, tol=None):
+    def __init__(self, inputs, expected=None, status=0, message=None,
+                 tol=None):
         self.inputs = [np.asarray(a) for a in inputs]
         self.expected = [np.asarray(a) for a in (expected or [])]
         self.status = status
@@ -75,14 +82,23 @@ class Run:
 class Case:
     """A module, the exported function to call, and its runs. `results` gives
     the result types as (element type, rank) when no run has outputs;
-    `exported`/`hidden` are C symbols that case.o must / must not define."""
+    `exported`/`hidden` are C symbols that case.o must / must not define.
+    `prefix` is passed as --symbol-prefix (the entry is kina_<prefix><fn>);
+    `others` are more (kir, kinac flags) modules compiled to case<k>.o and
+    case<k>.h, whose headers the harness includes and whose objects it links
+    too. `reject_ok` is a regex: kinac may instead refuse the module (exit 1)
+    with a diagnostic matching it, which also passes."""
 
-    def __init__(self, kir, fn, runs, results=None, exported=(), hidden=()):
+    def __init__(self, kir, fn, runs, results=None, exported=(), hidden=(),
+                 prefix="", others=(), reject_ok=None):
         self.kir = kir
         self.fn = fn
         self.runs = runs
         self.exported = list(exported)
         self.hidden = list(hidden)
+        self.prefix = prefix
+        self.others = list(others)
+        self.reject_ok = reject_ok
         if results is None:
             ok = [r for r in runs if r.status == 0]
             results = [(kir_type(e), e.ndim) for e in ok[0].expected]
@@ -297,7 +313,8 @@ def _(rng):
 def _(rng):
     a = uniform(rng, (4, 3), 0.1, 5, np.float64)
     b = uniform(rng, (4, 1), -3, 3, np.float64)
-    kir = ("func @f(%a: f64[4, 3], %b: f64[4, 1]) -> (f64[4, 3], f64[4, 3]) {\n"
+    kir = ("func @f(%a: f64[4, 3], %b: f64[4, 1]) -> "
+           "(f64[4, 3], f64[4, 3]) {\n"
            "  %q = div %a, %b\n  %p = pow %a, %b\n  return %q, %p\n}\n")
     return Case(kir, "f", [Run([a, b], [a / b, np.power(a, b)])])
 
@@ -472,7 +489,7 @@ def _(rng):
             INT32_MAX, INT32_MIN, 123456789]
     vals += [int(v) for v in rng.integers(-10**9, 10**9, size=8)]
     x = np.array(vals, np.int32)
-    # int -> float64 is exact for i32, so one float64 -> float32 rounding (RNE).
+    # int -> float64 is exact for i32: one float64 -> float32 rounding (RNE).
     ref = np.array([float(v) for v in vals], np.float64).astype(np.float32)
     kir = "func @f(%x: i32[?]) -> f32[?] {\n" \
           "  %y = cast %x {to = f32}\n  return %y\n}\n"
@@ -715,7 +732,7 @@ def _(rng):
         runs.append(Run([a, b], [(f64(a) @ f64(b)).astype(np.float32)]))
     # Contraction dims 3 vs 4: a run-time Validation Error.
     runs.append(Run([uniform(rng, (2, 3), -1, 1), uniform(rng, (4, 2), -1, 1)],
-                    status=1))
+                    status=1, message=BOTH_3_AND_4))
     return Case(kir, "f", runs)
 
 
@@ -769,6 +786,54 @@ def _(rng):
                                               .astype(np.int32)])])
 
 
+# --- Larger sizes (vector tails, tiling) -------------------------------------
+
+
+@case("large_matmul_dynamic")
+def _(rng):
+    kir = ("func @f(%a: f32[?, ?], %b: f32[?, ?]) -> f32[?, ?] {\n"
+           "  %c = matmul %a, %b\n  return %c\n}\n")
+    runs = []
+    for m, k, n in [(65, 130, 33), (128, 64, 128)]:
+        a = uniform(rng, (m, k), -1, 1)
+        b = uniform(rng, (k, n), -1, 1)
+        runs.append(Run([a, b], [(f64(a) @ f64(b)).astype(np.float32)]))
+    return Case(kir, "f", runs)
+
+
+@case("large_elementwise_broadcast")
+def _(rng):
+    kir = ("func @f(%x: f32[N, 37], %b: f32[37], %s: f32[N, 1]) -> "
+           "f32[N, 37] {\n"
+           "  %y = add %x, %b\n  %z = mul %y, %s\n  %t = tanh %z\n"
+           "  return %t\n}\n")
+    runs = []
+    for n in (1000, 3):
+        x = uniform(rng, (n, 37), -2, 2)
+        b = uniform(rng, (37,), -1, 1)
+        sc = uniform(rng, (n, 1), -2, 2)
+        ref = np.tanh((f64(x) + f64(b)) * f64(sc)).astype(np.float32)
+        runs.append(Run([x, b, sc], [ref]))
+    return Case(kir, "f", runs)
+
+
+@case("large_softmax_and_reduce")
+def _(rng):
+    kir = ("func @f(%x: f32[N, 129]) -> (f32[N, 129], f32[N], i64[N]) {\n"
+           "  %p = softmax %x {axis = -1}\n"
+           "  %s = reduce_sum %x {axes = [1]}\n"
+           "  %a = argmax %x {axis = 1}\n  return %p, %s, %a\n}\n")
+    runs = []
+    for n in (300, 17):
+        x = uniform(rng, (n, 129), -8, 8)
+        X = f64(x)
+        runs.append(Run([x], [_softmax(X, -1).astype(np.float32),
+                              X.sum(axis=1).astype(np.float32),
+                              np.argmax(x, axis=1).astype(np.int64)],
+                        tol={1: 1e-4}))  # f32 sums of 129 terms
+    return Case(kir, "f", runs)
+
+
 # --- Functions: several results, private calls -------------------------------
 
 
@@ -802,10 +867,49 @@ def _(rng):
         ref = np.tanh(f64(x) @ f64(w) + f64(b)).astype(np.float32)
         runs.append(Run([x, w, b], [ref]))
     return Case(kir, "model", runs, exported=["kina_model"],
-                hidden=["kina_affine", "_mlir_ciface_affine"])
+                hidden=["kina_affine", "_mlir_ciface_affine", "affine"])
+
+
+@case("symbol_named_main")
+def _(rng):
+    # The C harness defines main(); the module's @main must not clash with it
+    # (kinac may also refuse the name with a diagnostic).
+    kir = "func @main(%x: f32[4]) -> f32[4] {\n" \
+          "  %y = exp %x\n  return %y\n}\n"
+    x = uniform(rng, (4,), -2, 2)
+    return Case(kir, "main", [Run([x], [np.exp(f64(x)).astype(np.float32)])],
+                exported=["kina_main"], hidden=["main"],
+                reject_ok=r"error.*\bmain\b")
+
+
+@case("symbol_named_like_libm")
+def _(rng):
+    # @sin computes libm's sin on f64: the compiled call must reach libm, not
+    # the module's own function (or kinac refuses the name).
+    kir = "func @sin(%x: f64[5]) -> f64[5] {\n" \
+          "  %y = sin %x\n  %z = mul %y, 2.0\n  return %z\n}\n"
+    x = uniform(rng, (5,), -3, 3, np.float64)
+    return Case(kir, "sin", [Run([x], [2.0 * np.sin(x)])],
+                reject_ok=r"error.*\bsin\b")
+
+
+@case("symbol_prefix_two_modules")
+def _(rng):
+    # Two modules with the same function name, prefixed apart, linked into
+    # one program that includes both generated headers.
+    kir = "module @m1\n\nfunc @f(%x: f32[N]) -> f32[N] {\n" \
+          "  %y = exp %x\n  return %y\n}\n"
+    other = "module @m2\n\nfunc @f(%x: f32[N]) -> f32[N] {\n" \
+            "  %y = tanh %x\n  return %y\n}\n"
+    x = uniform(rng, (6,), -2, 2)
+    return Case(kir, "f", [Run([x], [np.exp(f64(x)).astype(np.float32)])],
+                prefix="a_", others=[(other, ["--symbol-prefix=b_"])],
+                exported=["kina_a_f"], hidden=["kina_f"])
 
 
 # --- Run-time shape checks ---------------------------------------------------
+
+BOTH_3_AND_4 = r"(?=.*\b3\b)(?=.*\b4\b)"  # the message names both sizes
 
 
 @case("mismatch_symbolic_dim")
@@ -824,7 +928,8 @@ def _(rng):
 def _(rng):
     kir = ("func @f(%a: f32[N, 4]) -> f32[N, 4] {\n"
            "  %e = relu %a\n  return %e\n}\n")
-    return Case(kir, "f", [Run([uniform(rng, (3, 5), -1, 1)], status=1)],
+    return Case(kir, "f", [Run([uniform(rng, (3, 5), -1, 1)], status=1,
+                               message=r"(?=.*\b4\b)(?=.*\b5\b)")],
                 results=[("f32", 2)])
 
 
@@ -833,7 +938,8 @@ def _(rng):
     kir = ("func @f(%a: f32[?], %b: f32[?]) -> f32[?] {\n"
            "  %s = add %a, %b\n  return %s\n}\n")
     a = uniform(rng, (3,), -1, 1)
-    runs = [Run([a, uniform(rng, (4,), -1, 1)], status=1)]
+    runs = [Run([a, uniform(rng, (4,), -1, 1)], status=1,
+                message=BOTH_3_AND_4)]
     for n in (1, 3):  # these must still work
         b = uniform(rng, (n,), -1, 1)
         runs.append(Run([a, b], [(f64(a) + f64(b)).astype(np.float32)]))
@@ -845,10 +951,10 @@ def _(rng):
 C_SIZE = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4,
           "i8": 1, "i1": 1}
 
-C_PRELUDE = r"""/* Generated by tests/e2e/run_e2e.py: calls one kinac entry point on the
- * inputs in the run directory argv[1] and writes its results there. */
+C_PRELUDE = r"""/* Generated by tests/e2e/run_e2e.py: calls a kinac entry point
+ * on the inputs in the run directory argv[1] and writes its results there. */
 #include "case.h"
-
+@OTHER_HEADERS@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -987,7 +1093,10 @@ static void write_status(const char *dir, int32_t status) {
 
 def generate_harness(c):
     """C99 source calling kina_<fn> with c.args and c.results."""
-    lines = [C_PRELUDE, "int main(int argc, char **argv) {",
+    others = "".join(f'#include "case{k + 1}.h"\n'
+                     for k in range(len(c.others)))
+    lines = [C_PRELUDE.replace("@OTHER_HEADERS@", others),
+             "int main(int argc, char **argv) {",
              "  const char *dir;", "  int32_t status;", "  int rc = 0;",
              "  int64_t live_before;"]
     for i, (_, r) in enumerate(c.args):
@@ -1006,7 +1115,7 @@ def generate_harness(c):
     lines.append("  live_before = runtime_live_buffer_count();")
     call_args = [f"&out{j}" for j in range(len(c.results))]
     call_args += [f"&in{i}" for i in range(len(c.args))]
-    lines += [f"  status = kina_{c.fn}({', '.join(call_args)});",
+    lines += [f"  status = kina_{c.prefix}{c.fn}({', '.join(call_args)});",
               "  write_status(dir, status);",
               "  if (status != KINA_STATUS_SUCCESS) {",
               '    printf("status %d (%s): %s\\n", (int)status, '
@@ -1033,6 +1142,10 @@ def generate_harness(c):
 
 class Failure(Exception):
     pass
+
+
+class Rejected(Exception):
+    """kinac refused a module that the case allows it to refuse."""
 
 
 def run_tool(cmd, cwd, what, timeout):
@@ -1095,6 +1208,10 @@ def symbols_defined(obj):
     return {line.split()[-1] for line in p.stdout.splitlines() if line.strip()}
 
 
+# A message with control bytes or C++ library text read past its end.
+CORRUPT_MESSAGE = re.compile(r"[^\x20-\x7e]|basic_string|std::")
+
+
 def run_case(name, builder, opts):
     """Builds, compiles and runs one case; returns a list of problems."""
     seed = zlib.crc32(name.encode())
@@ -1102,11 +1219,24 @@ def run_case(name, builder, opts):
     work = os.path.join(opts.workdir, name)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    with open(os.path.join(work, "case.kir"), "w") as f:
-        f.write(f"# e2e case {name} (generated by run_e2e.py)\n" + c.kir)
-    run_tool([opts.kinac, "case.kir", "-o", "case.o"], work, "kinac", 300)
-    run_tool([opts.kinac, "case.kir", "--emit=header", "-o", "case.h"], work,
-             "kinac --emit=header", 300)
+    objects = []
+    modules = [(c.kir, [f"--symbol-prefix={c.prefix}"] if c.prefix else [])]
+    for k, (kir, flags) in enumerate(modules + c.others):
+        stem = f"case{k or ''}"
+        with open(os.path.join(work, stem + ".kir"), "w") as f:
+            f.write(f"# e2e case {name} (generated by run_e2e.py)\n" + kir)
+        if k == 0 and c.reject_ok:
+            p = subprocess.run([opts.kinac, stem + ".kir", "-o", stem + ".o"] +
+                               flags, cwd=work, capture_output=True,
+                               text=True, timeout=300)
+            text = (p.stdout + p.stderr).strip()
+            if p.returncode == 1 and re.search(c.reject_ok, text):
+                raise Rejected(text.splitlines()[0] if text else "")
+        run_tool([opts.kinac, stem + ".kir", "-o", stem + ".o"] + flags, work,
+                 "kinac", 300)
+        run_tool([opts.kinac, stem + ".kir", "--emit=header", "-o",
+                  stem + ".h"] + flags, work, "kinac --emit=header", 300)
+        objects.append(stem + ".o")
     if c.exported or c.hidden:
         syms = symbols_defined(os.path.join(work, "case.o"))
         for s in c.exported:
@@ -1114,11 +1244,12 @@ def run_case(name, builder, opts):
                 raise Failure(f"case.o does not define {s}")
         for s in c.hidden:
             if s in syms:
-                raise Failure(f"case.o exports {s}, which is private")
+                raise Failure(f"case.o defines the global symbol {s}, which "
+                              f"it must not export")
     with open(os.path.join(work, "harness.c"), "w") as f:
         f.write(generate_harness(c))
     run_tool([opts.cc] + shlex.split(opts.cflags) +
-             ["-I.", "harness.c", "case.o", opts.runtime] +
+             ["-I.", "harness.c"] + objects + [opts.runtime] +
              shlex.split(opts.libs) + ["-o", "harness"], work, "cc", 120)
     problems = []
     for k, run in enumerate(c.runs):
@@ -1129,7 +1260,8 @@ def run_case(name, builder, opts):
                 le = a.astype(np.uint8)  # i1: one byte, 0 or 1
             else:
                 le = a.astype(a.dtype.newbyteorder("<"))
-            np.ascontiguousarray(le).tofile(os.path.join(run_dir, f"in{i}.bin"))
+            np.ascontiguousarray(le).tofile(
+                os.path.join(run_dir, f"in{i}.bin"))
             with open(os.path.join(run_dir, f"in{i}.shape"), "w") as f:
                 f.write(" ".join(str(d) for d in a.shape) + "\n")
         shapes = ", ".join(str(list(a.shape)) for a in run.inputs)
@@ -1142,8 +1274,9 @@ def run_case(name, builder, opts):
         status_file = os.path.join(run_dir, "status0.txt")
         if not os.path.exists(status_file):
             problems.append(f"run {k} ({shapes}): harness exit "
-                            f"{p.returncode} before the call; "
-                            f"{(p.stdout + p.stderr).strip()}")
+                            f"{p.returncode} without writing a status "
+                            f"(a negative exit is a signal: crashed in the "
+                            f"call?) {(p.stdout + p.stderr).strip()}")
             continue
         with open(status_file) as f:
             status = int(f.read())
@@ -1165,6 +1298,9 @@ def run_case(name, builder, opts):
             if not message:
                 problems.append(f"run {k}: status {status} with an empty "
                                 f"kina_last_error()")
+            elif CORRUPT_MESSAGE.search(message):
+                problems.append(f"run {k}: kina_last_error() looks corrupted "
+                                f"(unterminated string?): {message!r}")
             elif run.message and not re.search(run.message, message, re.I):
                 problems.append(f"run {k}: message {message!r} does not "
                                 f"match /{run.message}/")
@@ -1254,18 +1390,21 @@ def main():
         return 0
 
     def attempt(item):
+        """(problems, note) of one case."""
         try:
-            return run_case(item[0], item[1], opts)
+            return run_case(item[0], item[1], opts), ""
+        except Rejected as e:
+            return [], f" (kinac refused it, allowed: {e})"
         except Failure as e:
-            return [str(e)]
+            return [str(e)], ""
         except Exception:  # a bug in this script: report, keep going
             return ["internal error in run_e2e.py:\n" +
-                    traceback.format_exc()]
+                    traceback.format_exc()], ""
 
     passed = failed = 0
     with concurrent.futures.ThreadPoolExecutor(max(1, opts.jobs)) as pool:
         outcomes = pool.map(attempt, selected)
-        for (name, _), problems in zip(selected, outcomes):
+        for (name, _), (problems, note) in zip(selected, outcomes):
             if problems:
                 failed += 1
                 print(f"FAIL {name}")
@@ -1273,7 +1412,7 @@ def main():
                     print("  " + pr.replace("\n", "\n  "))
             else:
                 passed += 1
-                print(f"PASS {name}")
+                print(f"PASS {name}{note}")
             sys.stdout.flush()
     print(f"{passed} passed, {failed} failed")
     return 1 if failed or passed == 0 else 0
