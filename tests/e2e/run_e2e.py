@@ -25,8 +25,9 @@ exact (an i1 byte must be 0 or 1). A case may set its own tolerance (casts
 compare exactly; long f32 sums get 1e-4). Cases are independent: one that
 fails to compile does not stop the others. `--digits SAMPLE_DIR` instead
 builds and runs the digits sample (samples/digits) with the generated header
-and checks its exit code and last line. Prints `PASS name` / `FAIL name` per case, then
-`N passed, N failed`; exits 1 if anything failed. Needs only NumPy.
+and checks its exit code and last line. Prints `PASS name` / `FAIL name`
+per case, then `N passed, N failed`; exits 1 if anything failed. Needs only
+NumPy.
 """
 
 import argparse
