@@ -1,4 +1,5 @@
-//===- Driver.h - The kinac command line ------------------------------------===//
+//===- Driver.h - The kinac command line
+//------------------------------------===//
 //
 // `kinac FILE.kir [-o OUT] [--emit=STAGE] [-O0..3] [--target=cpu] ...` and
 // `kinac a.kir main.c -o app` (compile, then link with the system compiler

@@ -1,4 +1,5 @@
-//===- MLIRGen.h - Kina AST to MLIR on tensors -----------------------------===//
+//===- MLIRGen.h - Kina AST to MLIR on tensors
+//-----------------------------===//
 //
 // Builds the high-level MLIR module (`kinac --emit=mlir`) from a checked
 // Kina module with the C++ builder API: `func`, `linalg`, `tensor`, `arith`,

@@ -34,14 +34,20 @@ std::unique_ptr<mlir::Pass> createBufferOwnershipPass();
 /// parameter names and symbolic dims, which MLIR types do not carry). Runs
 /// on the bufferized module, after the buffer-ownership pass. `module` must
 /// outlive the pass.
-std::unique_ptr<mlir::Pass>
-createEntryPointsPass(const Module *module, std::string symbolPrefix);
+std::unique_ptr<mlir::Pass> createEntryPointsPass(const Module *module,
+                                                  std::string symbolPrefix);
 
 /// Lowers arith, math, cf, func, memref, index and ub to the LLVM dialect in
 /// one conversion, with allocations going to the runtime function named
 /// `allocFunction` (`_mlir_ciface_runtime_host_alloc_unranked` for the CPU
 /// target) and deallocations to `runtime_free`.
 std::unique_ptr<mlir::Pass> createLowerToLLVMPass(std::string allocFunction);
+
+/// Renames each Kina function's LLVM implementation `@f` to
+/// `__kina_fn_<f>` with internal linkage, so only `kina_f` and
+/// `_mlir_ciface_f` are exported. Runs on the LLVM-dialect module.
+std::unique_ptr<mlir::Pass> createInternalizePass(const Module *module,
+                                                  std::string symbolPrefix);
 
 /// Name of the runtime's host (CPU target) allocation function.
 inline constexpr const char *kHostAllocFunction =

@@ -43,9 +43,9 @@ std::optional<Dim> broadcastDim(const Dim &a, const Dim &b);
 /// rank max(rank a, rank b). On a static mismatch returns std::nullopt and,
 /// if `badAxis` is given, stores the result axis (0-based, counted in the
 /// result) of the first offending pair.
-std::optional<std::vector<Dim>>
-broadcastShapes(llvm::ArrayRef<Dim> a, llvm::ArrayRef<Dim> b,
-                int64_t *badAxis = nullptr);
+std::optional<std::vector<Dim>> broadcastShapes(llvm::ArrayRef<Dim> a,
+                                                llvm::ArrayRef<Dim> b,
+                                                int64_t *badAxis = nullptr);
 
 /// Merge of two dims that must be equal at run time (matmul's K, concat's
 /// non-axis dims, call arguments bound to one symbol, layer_norm's trailing

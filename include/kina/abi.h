@@ -46,9 +46,9 @@ typedef struct KinaMemRef0 {
 /** Ranked memref descriptor of rank 1, laid out as MLIR's LLVM lowering
  *  of `memref<...>` with identity layout (spec, ABI). */
 typedef struct KinaMemRef1 {
-  void *allocated; /* start of the allocation: pass this to runtime_free */
-  void *aligned;   /* first element (aligned to 64 bytes for kina buffers) */
-  int64_t offset;  /* in elements, from `aligned` */
+  void *allocated;    /* start of the allocation: pass this to runtime_free */
+  void *aligned;      /* first element (aligned to 64 bytes for kina buffers) */
+  int64_t offset;     /* in elements, from `aligned` */
   int64_t sizes[1];   /* elements along each dim */
   int64_t strides[1]; /* in elements, not bytes */
 } KinaMemRef1;
@@ -56,9 +56,9 @@ typedef struct KinaMemRef1 {
 /** Ranked memref descriptor of rank 2, laid out as MLIR's LLVM lowering
  *  of `memref<...>` with identity layout (spec, ABI). */
 typedef struct KinaMemRef2 {
-  void *allocated; /* start of the allocation: pass this to runtime_free */
-  void *aligned;   /* first element (aligned to 64 bytes for kina buffers) */
-  int64_t offset;  /* in elements, from `aligned` */
+  void *allocated;    /* start of the allocation: pass this to runtime_free */
+  void *aligned;      /* first element (aligned to 64 bytes for kina buffers) */
+  int64_t offset;     /* in elements, from `aligned` */
   int64_t sizes[2];   /* elements along each dim */
   int64_t strides[2]; /* in elements, not bytes */
 } KinaMemRef2;
@@ -66,9 +66,9 @@ typedef struct KinaMemRef2 {
 /** Ranked memref descriptor of rank 3, laid out as MLIR's LLVM lowering
  *  of `memref<...>` with identity layout (spec, ABI). */
 typedef struct KinaMemRef3 {
-  void *allocated; /* start of the allocation: pass this to runtime_free */
-  void *aligned;   /* first element (aligned to 64 bytes for kina buffers) */
-  int64_t offset;  /* in elements, from `aligned` */
+  void *allocated;    /* start of the allocation: pass this to runtime_free */
+  void *aligned;      /* first element (aligned to 64 bytes for kina buffers) */
+  int64_t offset;     /* in elements, from `aligned` */
   int64_t sizes[3];   /* elements along each dim */
   int64_t strides[3]; /* in elements, not bytes */
 } KinaMemRef3;
@@ -76,9 +76,9 @@ typedef struct KinaMemRef3 {
 /** Ranked memref descriptor of rank 4, laid out as MLIR's LLVM lowering
  *  of `memref<...>` with identity layout (spec, ABI). */
 typedef struct KinaMemRef4 {
-  void *allocated; /* start of the allocation: pass this to runtime_free */
-  void *aligned;   /* first element (aligned to 64 bytes for kina buffers) */
-  int64_t offset;  /* in elements, from `aligned` */
+  void *allocated;    /* start of the allocation: pass this to runtime_free */
+  void *aligned;      /* first element (aligned to 64 bytes for kina buffers) */
+  int64_t offset;     /* in elements, from `aligned` */
   int64_t sizes[4];   /* elements along each dim */
   int64_t strides[4]; /* in elements, not bytes */
 } KinaMemRef4;
@@ -86,9 +86,9 @@ typedef struct KinaMemRef4 {
 /** Ranked memref descriptor of rank 5, laid out as MLIR's LLVM lowering
  *  of `memref<...>` with identity layout (spec, ABI). */
 typedef struct KinaMemRef5 {
-  void *allocated; /* start of the allocation: pass this to runtime_free */
-  void *aligned;   /* first element (aligned to 64 bytes for kina buffers) */
-  int64_t offset;  /* in elements, from `aligned` */
+  void *allocated;    /* start of the allocation: pass this to runtime_free */
+  void *aligned;      /* first element (aligned to 64 bytes for kina buffers) */
+  int64_t offset;     /* in elements, from `aligned` */
   int64_t sizes[5];   /* elements along each dim */
   int64_t strides[5]; /* in elements, not bytes */
 } KinaMemRef5;
@@ -96,9 +96,9 @@ typedef struct KinaMemRef5 {
 /** Ranked memref descriptor of rank 6, laid out as MLIR's LLVM lowering
  *  of `memref<...>` with identity layout (spec, ABI). */
 typedef struct KinaMemRef6 {
-  void *allocated; /* start of the allocation: pass this to runtime_free */
-  void *aligned;   /* first element (aligned to 64 bytes for kina buffers) */
-  int64_t offset;  /* in elements, from `aligned` */
+  void *allocated;    /* start of the allocation: pass this to runtime_free */
+  void *aligned;      /* first element (aligned to 64 bytes for kina buffers) */
+  int64_t offset;     /* in elements, from `aligned` */
   int64_t sizes[6];   /* elements along each dim */
   int64_t strides[6]; /* in elements, not bytes */
 } KinaMemRef6;
@@ -106,9 +106,9 @@ typedef struct KinaMemRef6 {
 /** Ranked memref descriptor of rank 7, laid out as MLIR's LLVM lowering
  *  of `memref<...>` with identity layout (spec, ABI). */
 typedef struct KinaMemRef7 {
-  void *allocated; /* start of the allocation: pass this to runtime_free */
-  void *aligned;   /* first element (aligned to 64 bytes for kina buffers) */
-  int64_t offset;  /* in elements, from `aligned` */
+  void *allocated;    /* start of the allocation: pass this to runtime_free */
+  void *aligned;      /* first element (aligned to 64 bytes for kina buffers) */
+  int64_t offset;     /* in elements, from `aligned` */
   int64_t sizes[7];   /* elements along each dim */
   int64_t strides[7]; /* in elements, not bytes */
 } KinaMemRef7;
@@ -116,9 +116,9 @@ typedef struct KinaMemRef7 {
 /** Ranked memref descriptor of rank 8, laid out as MLIR's LLVM lowering
  *  of `memref<...>` with identity layout (spec, ABI). */
 typedef struct KinaMemRef8 {
-  void *allocated; /* start of the allocation: pass this to runtime_free */
-  void *aligned;   /* first element (aligned to 64 bytes for kina buffers) */
-  int64_t offset;  /* in elements, from `aligned` */
+  void *allocated;    /* start of the allocation: pass this to runtime_free */
+  void *aligned;      /* first element (aligned to 64 bytes for kina buffers) */
+  int64_t offset;     /* in elements, from `aligned` */
   int64_t sizes[8];   /* elements along each dim */
   int64_t strides[8]; /* in elements, not bytes */
 } KinaMemRef8;

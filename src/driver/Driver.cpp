@@ -16,8 +16,8 @@
 #include "kina/HeaderEmitter.h"
 #include "kina/MLIRGen.h"
 #include "kina/Pipeline.h"
-#include "kina/ToolRunner.h"
 #include "kina/RuntimeConfig.h"
+#include "kina/ToolRunner.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -122,8 +122,7 @@ public:
   }
   Expected<std::string> create(StringRef prefix, StringRef suffix) {
     SmallString<128> path;
-    if (std::error_code ec =
-            sys::fs::createTemporaryFile(prefix, suffix, path))
+    if (std::error_code ec = sys::fs::createTemporaryFile(prefix, suffix, path))
       return createStringError(ec, "cannot create a temporary file: %s",
                                ec.message().c_str());
     paths.push_back(std::string(path));
@@ -262,8 +261,7 @@ std::optional<std::string> Compilation::run(const std::string &input,
                                             EmitStage stage) {
   Expected<std::string> source = readFile(input);
   if (!source) {
-    driverError("cannot open '" + input +
-                "': " + toString(source.takeError()));
+    driverError("cannot open '" + input + "': " + toString(source.takeError()));
     return std::nullopt;
   }
 
@@ -272,19 +270,17 @@ std::optional<std::string> Compilation::run(const std::string &input,
   ctx.printStackTraceOnDiagnostic(false);
   registerKinaDialects(ctx);
   SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(
-      MemoryBuffer::getMemBufferCopy(*source, input), SMLoc());
+  sourceMgr.AddNewSourceBuffer(MemoryBuffer::getMemBufferCopy(*source, input),
+                               SMLoc());
   mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &ctx, errs());
 
-  auto parsed = timer.time("parse", [&] {
-    return parseModule(*source, input, ctx);
-  });
+  auto parsed =
+      timer.time("parse", [&] { return parseModule(*source, input, ctx); });
   if (mlir::failed(parsed))
     return std::nullopt;
   Module &module = *parsed;
-  if (mlir::failed(timer.time("sema", [&] {
-        return analyzeModule(module, ctx);
-      })))
+  if (mlir::failed(
+          timer.time("sema", [&] { return analyzeModule(module, ctx); })))
     return std::nullopt;
   if (stage == EmitStage::Kir)
     return printModule(module);
@@ -293,8 +289,8 @@ std::optional<std::string> Compilation::run(const std::string &input,
 
   MLIRGenOptions genOptions;
   genOptions.symbolPrefix = opts.symbolPrefix;
-  mlir::OwningOpRef<mlir::ModuleOp> mlirModule = timer.time(
-      "mlirgen", [&] { return mlirGen(ctx, module, genOptions); });
+  mlir::OwningOpRef<mlir::ModuleOp> mlirModule =
+      timer.time("mlirgen", [&] { return mlirGen(ctx, module, genOptions); });
   if (!mlirModule)
     return std::nullopt;
 
@@ -332,8 +328,8 @@ Compilation::runTools(const std::string &llvmDialectText, EmitStage stage) {
     driverError(toString(std::move(err)));
     return std::nullopt;
   };
-  Expected<std::string> translate = tools.findTool(
-      "mlir-translate", opts.mlirTranslate, configuredLLVMBin());
+  Expected<std::string> translate =
+      tools.findTool("mlir-translate", opts.mlirTranslate, configuredLLVMBin());
   if (!translate)
     return fail(translate.takeError());
   Expected<std::string> mlirPath = temps.create("kinac", "mlir");
@@ -364,14 +360,13 @@ Compilation::runTools(const std::string &llvmDialectText, EmitStage stage) {
   Expected<std::string> outPath = temps.create("kinac", object ? "o" : "s");
   if (!outPath)
     return fail(outPath.takeError());
-  std::vector<std::string> args = {
-      "llc",
-      "-O" + std::to_string(opts.optLevel),
-      object ? "-filetype=obj" : "-filetype=asm",
-      "-relocation-model=pic",
-      *llPath,
-      "-o",
-      *outPath};
+  std::vector<std::string> args = {"llc",
+                                   "-O" + std::to_string(opts.optLevel),
+                                   object ? "-filetype=obj" : "-filetype=asm",
+                                   "-relocation-model=pic",
+                                   *llPath,
+                                   "-o",
+                                   *outPath};
   if (Error err = timer.time("llc", [&] { return tools.run(*llc, args); }))
     return fail(std::move(err));
   Expected<std::string> bytes = readFile(*outPath);
@@ -458,7 +453,8 @@ int linkExecutable(const DriverOptions &opts, const char *argv0,
     args.push_back(f);
   args.push_back("-o");
   args.push_back(std::string(tmpOut));
-  if (Error err = timer.time("link", [&] { return tools.run(*ccPath, args); })) {
+  if (Error err =
+          timer.time("link", [&] { return tools.run(*ccPath, args); })) {
     sys::fs::remove(tmpOut);
     driverError(toString(std::move(err)));
     return ExitFailure;
@@ -475,9 +471,9 @@ int linkExecutable(const DriverOptions &opts, const char *argv0,
 
 int runDriver(int argc, char **argv) {
   DriverOptions opts;
-  CLI::App app{"kinac: ahead-of-time compiler for Kina IR (version " KINA_VERSION
-               ")",
-               "kinac"};
+  CLI::App app{
+      "kinac: ahead-of-time compiler for Kina IR (version " KINA_VERSION ")",
+      "kinac"};
   app.add_option("inputs", opts.inputs,
                  "Input files: .kir modules; with .c/.cc/.cpp/.o/.a files "
                  "too, kinac links an executable");
@@ -487,8 +483,8 @@ int runDriver(int argc, char **argv) {
                  "link a.out");
   app.add_option("--emit", opts.emit,
                  "What to produce: kir|mlir|mlir-llvm|llvm|asm|obj|header")
-      ->check(CLI::IsMember({"kir", "mlir", "mlir-llvm", "llvm", "asm", "obj",
-                             "header"}));
+      ->check(CLI::IsMember(
+          {"kir", "mlir", "mlir-llvm", "llvm", "asm", "obj", "header"}));
   app.add_option("-O", opts.optLevel, "Optimisation level 0..3 (default 2)")
       ->check(CLI::Range(0, 3));
   app.add_option("--target", opts.target, "Code generation target: cpu")

@@ -99,8 +99,7 @@ std::string emitHeader(const Module &module, const std::string &prefix) {
        << "int32_t kina_" << name << "(";
     bool first = true;
     for (size_t i = 0; i < fn.results.size(); ++i) {
-      os << (first ? "" : ", ") << memrefType(fn.results[i]) << " *out"
-         << i;
+      os << (first ? "" : ", ") << memrefType(fn.results[i]) << " *out" << i;
       first = false;
     }
     for (const Param &p : fn.params) {

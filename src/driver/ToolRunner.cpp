@@ -26,8 +26,8 @@ std::string quoteCommand(const std::vector<std::string> &args) {
   for (const std::string &a : args) {
     if (!out.empty())
       out += ' ';
-    bool plain = !a.empty() && a.find_first_of(" \t\n'\"\\$`*?;&|<>()") ==
-                                   std::string::npos;
+    bool plain = !a.empty() &&
+                 a.find_first_of(" \t\n'\"\\$`*?;&|<>()") == std::string::npos;
     if (plain) {
       out += a;
       continue;
@@ -112,10 +112,9 @@ Error ToolRunner::run(StringRef program,
   if (auto buf = MemoryBuffer::getFile(errPath))
     stderrText = (*buf)->getBuffer().str();
   if (failedToStart)
-    return createStringError(inconvertibleErrorCode(),
-                             "cannot run '%s': %s\n  command: %s",
-                             program.str().c_str(), execError.c_str(),
-                             command.c_str());
+    return createStringError(
+        inconvertibleErrorCode(), "cannot run '%s': %s\n  command: %s",
+        program.str().c_str(), execError.c_str(), command.c_str());
   if (rc == 0)
     return Error::success();
   std::string what = rc < 0 ? "crashed or was killed (" + execError + ")"

@@ -1,4 +1,5 @@
-//===- main.cpp - The kinac executable -------------------------------------===//
+//===- main.cpp - The kinac executable
+//-------------------------------------===//
 //
 // A thin main: everything, option parsing included, lives in Driver.cpp so
 // that nothing below it calls exit().

@@ -1,4 +1,4 @@
-//===- Lexer.cpp - Tokens of Kina IR ---------------------------------------===//
+//===- Lexer.cpp - Tokens of Kina IR --------------------------------------===//
 //
 // Implements Lexer.h: a hand-written scanner over the bytes of a `.kir` file
 // (spec "Lexical"). Columns count bytes, so a multi-byte UTF-8 character in a
@@ -44,7 +44,12 @@ std::string describeToken(const Token &tok) {
 
 Lexer::Lexer(llvm::StringRef source, llvm::StringRef filename,
              mlir::MLIRContext &ctx)
-    : src(source), filename(filename.str()), ctx(ctx) {}
+    : src(source), filename(filename.str()), ctx(ctx) {
+  // A UTF-8 byte order mark is not part of the text (columns still count
+  // its bytes, as they count every byte).
+  if (src.starts_with("\xEF\xBB\xBF"))
+    advance(3);
+}
 
 mlir::Location Lexer::getLoc(unsigned l, unsigned c) const {
   return mlir::FileLineColLoc::get(&ctx, filename, l, c);
@@ -310,8 +315,7 @@ Token Lexer::lexNumber(Token tok) {
   }
   tok.spelling = src.slice(start, pos).str();
   if (malformed) {
-    error(tok.line, tok.col,
-          "invalid number literal '" + tok.spelling + "'");
+    error(tok.line, tok.col, "invalid number literal '" + tok.spelling + "'");
     tok.kind = TokenKind::Error;
     return tok;
   }

@@ -1,4 +1,4 @@
-//===- Lexer.h - Tokens of Kina IR -----------------------------------------===//
+//===- Lexer.h - Tokens of Kina IR ----------------------------------------===//
 //
 // The lexer of the front end (private to src/frontend; the unit tests use it
 // too). It turns the bytes of a `.kir` file into tokens with exact 1-based

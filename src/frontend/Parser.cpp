@@ -1,4 +1,4 @@
-//===- Parser.cpp - Kina IR text to the syntax tree ------------------------===//
+//===- Parser.cpp - Kina IR text to the syntax tree -----------------------===//
 //
 // A recursive-descent parser for the grammar of shared/spec/kina-ir.md
 // ("Module and functions"), building the AST of AST.h with a FileLineColLoc
@@ -22,8 +22,8 @@
 // which may span lines (so may a function signature). When a line break cuts
 // a statement short, the error says "found end of line" and points just
 // after its last token. On a syntax error the parser reports what it
-// expected and what it found, skips to the next statement and goes on, so one run
-// reports several independent errors (at most kMaxErrors).
+// expected and what it found, skips to the next statement and goes on, so one
+// run reports several independent errors (at most kMaxErrors).
 //
 //===----------------------------------------------------------------------===//
 #include "Lexer.h"
@@ -130,7 +130,8 @@ private:
               tok.is(TokenKind::RBrace) || atFunctionStart())));
   }
   bool atFunctionStart() const {
-    return tok.startsLine && (tok.isKeyword("func") || tok.isKeyword("private"));
+    return tok.startsLine &&
+           (tok.isKeyword("func") || tok.isKeyword("private"));
   }
 
   // --- Grammar --------------------------------------------------------------
@@ -177,8 +178,7 @@ bool Parser::syntaxError(const llvm::Twine &expected) {
         << "expected " << expected << ", found end of line";
     return false;
   }
-  errorAt(loc()) << "expected " << expected << ", found "
-                 << describeToken(tok);
+  errorAt(loc()) << "expected " << expected << ", found " << describeToken(tok);
   return false;
 }
 
@@ -411,8 +411,7 @@ bool Parser::parseDim(Dim &dim, const char *context) {
                        context);
   if (tok.is(TokenKind::Integer)) {
     if (tok.intValue < 0) {
-      errorAt(loc()) << "dim size must not be negative, found "
-                     << tok.spelling;
+      errorAt(loc()) << "dim size must not be negative, found " << tok.spelling;
       return false;
     }
     dim = Dim::fixed(tok.intValue);
@@ -618,8 +617,8 @@ bool Parser::parseAttributes(Statement &st) {
     if (const Attribute *prev = st.attr(a.name)) {
       mlir::InFlightDiagnostic diag = errorAt(a.loc);
       diag << "duplicate attribute '" << a.name << "'";
-      diag.attachNote(prev->loc) << "previous value of '" << a.name
-                                 << "' is here";
+      diag.attachNote(prev->loc)
+          << "previous value of '" << a.name << "' is here";
     } else {
       st.attrs.push_back(std::move(a));
     }

@@ -1,4 +1,4 @@
-//===- Printer.cpp - Canonical Kina IR text --------------------------------===//
+//===- Printer.cpp - Canonical Kina IR text -------------------------------===//
 //
 // The canonical text of a module (`kinac --emit=kir`, spec "Module and
 // functions"): the module line, a blank line between functions, two-space
@@ -192,10 +192,9 @@ void printStatement(std::string &out, const Statement &st) {
   for (const Attribute &a : st.attrs)
     if (!a.isDefault)
       attrs.push_back(&a);
-  std::stable_sort(attrs.begin(), attrs.end(),
-                   [](const Attribute *a, const Attribute *b) {
-                     return a->name < b->name;
-                   });
+  std::stable_sort(
+      attrs.begin(), attrs.end(),
+      [](const Attribute *a, const Attribute *b) { return a->name < b->name; });
   if (!attrs.empty()) {
     out += " {";
     for (size_t i = 0; i < attrs.size(); ++i) {

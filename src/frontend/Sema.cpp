@@ -34,12 +34,15 @@
 //  - Symbolic names in `reshape`/`broadcast_to` shapes and in the types of
 //    `constant`/`iota` must be dims of the function's parameters (their
 //    sizes come from the arguments); those types may not hold `?`.
-//  - i1: `add sub mul div mod pow` and `matmul` reject it; `max`/`min`
-//    (or/and), comparisons, `select`, `cast`, layout ops, `argmax/argmin`
-//    and `reduce_max/reduce_min` take it.
+//  - i1 (as NumPy's bool): `add`/`max` are or, `mul`/`min` are and;
+//    `sub div mod pow`, `neg abs` and `matmul` reject it; comparisons,
+//    `select`, `cast`, layout ops, `argmax/argmin` and
+//    `reduce_max/reduce_min` (any/all) take it.
 //  - Functions need at least one result (parser). Exported functions must
 //    not collide with the runtime's C symbols through `f`, `kina_f` or
-//    `_mlir_ciface_f`; private ones through `f`.
+//    `_mlir_ciface_f`; private ones through `f`. No two functions may define
+//    the same C symbol (`@f` and `@kina_f`). Exported names must be C
+//    identifiers (no '.'), private ones may hold '.'.
 //
 //===----------------------------------------------------------------------===//
 #include "Format.h"
@@ -50,7 +53,6 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/APInt.h"
-#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -93,8 +95,7 @@ bool isRuntimeSymbol(llvm::StringRef s) {
 
 /// The C symbols generated for function `name`: `name` itself and, when
 /// exported, its entry points `kina_name` and `_mlir_ciface_name`.
-std::vector<std::string> generatedSymbols(llvm::StringRef name,
-                                          bool exported) {
+std::vector<std::string> generatedSymbols(llvm::StringRef name, bool exported) {
   std::vector<std::string> symbols = {name.str()};
   if (exported) {
     symbols.push_back("kina_" + name.str());
@@ -168,11 +169,12 @@ const OpInfo *lookupOp(const std::string &name) {
     for (const char *op : {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid",
                            "relu", "erf", "sin", "cos", "floor", "ceil"})
       t[op] = {Family::UnaryFloat, {}};
-    t["gelu"] = {Family::UnaryFloat, {{"approximate", AttrKind::String, false}}};
+    t["gelu"] = {Family::UnaryFloat,
+                 {{"approximate", AttrKind::String, false}}};
     t["neg"] = t["abs"] = {Family::UnaryNumeric, {}};
     t["not"] = {Family::Not, {}};
-    for (const char *op : {"add", "sub", "mul", "div", "mod", "pow", "max",
-                           "min"})
+    for (const char *op :
+         {"add", "sub", "mul", "div", "mod", "pow", "max", "min"})
       t[op] = {Family::Binary, {}};
     for (const char *op : {"eq", "ne", "lt", "le", "gt", "ge"})
       t[op] = {Family::Compare, {}};
@@ -196,17 +198,17 @@ const OpInfo *lookupOp(const std::string &name) {
       t[op] = {Family::Reduce,
                {{"axes", AttrKind::IntList, false},
                 {"keepdims", AttrKind::Bool, false}}};
-    t["argmax"] = t["argmin"] = {Family::ArgReduce,
-                                 {{"axis", AttrKind::Int, false},
-                                  {"keepdims", AttrKind::Bool, false}}};
-    t["softmax"] = t["log_softmax"] = {Family::Softmax,
-                                       {{"axis", AttrKind::Int, false}}};
-    t["layer_norm"] = {Family::LayerNorm,
-                       {{"axis", AttrKind::Int, false},
-                        {"epsilon", AttrKind::Float, false}}};
-    t["rms_norm"] = {Family::RmsNorm,
-                     {{"axis", AttrKind::Int, false},
-                      {"epsilon", AttrKind::Float, false}}};
+    t["argmax"] = t["argmin"] = {
+        Family::ArgReduce,
+        {{"axis", AttrKind::Int, false}, {"keepdims", AttrKind::Bool, false}}};
+    t["softmax"] =
+        t["log_softmax"] = {Family::Softmax, {{"axis", AttrKind::Int, false}}};
+    t["layer_norm"] = {
+        Family::LayerNorm,
+        {{"axis", AttrKind::Int, false}, {"epsilon", AttrKind::Float, false}}};
+    t["rms_norm"] = {
+        Family::RmsNorm,
+        {{"axis", AttrKind::Int, false}, {"epsilon", AttrKind::Float, false}}};
     t["call"] = {Family::Call, {}};
     return t;
   }();
@@ -340,8 +342,7 @@ bool literalFits(bool isBool, bool isInteger, int64_t iv, double fv,
       return true;
     llvm::APFloat d(fv);
     bool losesInfo = false;
-    d.convert(semanticsOf(et), llvm::APFloat::rmNearestTiesToEven,
-              &losesInfo);
+    d.convert(semanticsOf(et), llvm::APFloat::rmNearestTiesToEven, &losesInfo);
     return !d.isInfinity();
   }
   unsigned bits = elementBitWidth(et);
@@ -500,8 +501,8 @@ void Sema::checkFunctionNames() {
     if (!inserted) {
       mlir::InFlightDiagnostic d = error(f.loc);
       d << "redefinition of function @" << f.name;
-      d.attachNote(it->second) << "previous definition of @" << f.name
-                               << " is here";
+      d.attachNote(it->second)
+          << "previous definition of @" << f.name << " is here";
       continue;
     }
     // `@f` and `@kina_f` would both define the C symbol `kina_f`.
@@ -509,14 +510,20 @@ void Sema::checkFunctionNames() {
       auto [owner, fresh] = symbolOwners.try_emplace(sym, &f);
       if (!fresh) {
         mlir::InFlightDiagnostic d = error(f.loc);
-        d << "function @" << f.name << " and function @"
-          << owner->second->name << " would both define the C symbol '"
-          << sym << "'";
+        d << "function @" << f.name << " and function @" << owner->second->name
+          << " would both define the C symbol '" << sym << "'";
         d.attachNote(owner->second->loc)
             << "@" << owner->second->name << " is here";
         break;
       }
     }
+    // An exported function's entry points are C functions declared in the
+    // generated header, so its name must be a C identifier (no '.').
+    if (!f.isPrivate && f.name.find('.') != std::string::npos)
+      error(f.loc) << "exported function @" << f.name
+                   << " needs a name that is a C identifier (letters, digits "
+                      "and '_'), since its entry point is 'kina_"
+                   << f.name << "'; make it private or rename it";
     if (std::optional<std::string> sym =
             collidingSymbol(f.name, !f.isPrivate)) {
       error(f.loc) << "function name @" << f.name
@@ -558,21 +565,20 @@ void Sema::checkRecursion() {
                         << " calls itself; recursion is not allowed (version "
                            "0 has no control flow, so it could not end)";
       else if (reaches(st.callee, f.name))
-        error(st.opLoc) << "recursive call: @" << st.callee
-                        << " calls @" << f.name
+        error(st.opLoc) << "recursive call: @" << st.callee << " calls @"
+                        << f.name
                         << " back; recursion is not allowed (version 0 has "
                            "no control flow, so it could not end)";
     }
 }
 
-void Sema::define(const std::string &name, mlir::Location loc,
-                  MaybeType type) {
+void Sema::define(const std::string &name, mlir::Location loc, MaybeType type) {
   auto it = values.find(name);
   if (it != values.end()) {
     mlir::InFlightDiagnostic d = error(loc);
     d << "redefinition of %" << name;
-    d.attachNote(it->second.loc) << "previous definition of %" << name
-                                 << " is here";
+    d.attachNote(it->second.loc)
+        << "previous definition of %" << name << " is here";
     return;
   }
   values.try_emplace(name, ValueInfo{std::move(type), loc});
@@ -699,9 +705,8 @@ void Sema::analyzeStatement(Statement &st) {
   size_t nameCount = st.results.size();
   if (types && types->size() != nameCount) {
     error(st.loc) << "'" << st.op << "' gives "
-                  << pluralize(types->size(), "result") << ", but "
-                  << nameCount << (nameCount == 1 ? " name is" : " names are")
-                  << " bound";
+                  << pluralize(types->size(), "result") << ", but " << nameCount
+                  << (nameCount == 1 ? " name is" : " names are") << " bound";
     st.resultTypes.clear();
     st.inferredTypes.clear();
     types.reset();
@@ -835,8 +840,8 @@ bool Sema::fitLiteral(Operand &o, ElementType et) {
   if (!literalFits(o.kind == Operand::BoolLiteral,
                    o.kind != Operand::FloatLiteral, o.intValue, o.floatValue,
                    et)) {
-    error(o.loc) << "literal " << literalSpelling(o)
-                 << " " << doesNotFit(o.kind == Operand::BoolLiteral, et);
+    error(o.loc) << "literal " << literalSpelling(o) << " "
+                 << doesNotFit(o.kind == Operand::BoolLiteral, et);
     return false;
   }
   o.type = TensorType{et, {}};
@@ -876,8 +881,7 @@ bool Sema::sameElementType(Statement &st, llvm::ArrayRef<size_t> group) {
     if (t.elementType != first.elementType) {
       error(st.opLoc) << "'" << st.op
                       << "' operands must have the same element type, found "
-                      << first.str() << " and " << t.str()
-                      << " (use 'cast')";
+                      << first.str() << " and " << t.str() << " (use 'cast')";
       return false;
     }
   }
@@ -1043,8 +1047,8 @@ MaybeType Sema::inferUnary(Statement &st, Family family) {
   }
   if (family == Family::UnaryNumeric && x.elementType == ElementType::I1) {
     error(st.opLoc) << "'" << st.op
-                    << "' expects a float or integer tensor, found "
-                    << x.str() << " (use 'not' on i1)";
+                    << "' expects a float or integer tensor, found " << x.str()
+                    << " (use 'not' on i1)";
     return std::nullopt;
   }
   if (family == Family::Not && x.elementType != ElementType::I1) {
@@ -1074,11 +1078,12 @@ MaybeType Sema::inferBinary(Statement &st, Family family) {
     return std::nullopt;
   const TensorType &a = *st.operands[0].type;
   const TensorType &b = *st.operands[1].type;
+  // On i1, NumPy's add and maximum are `or`, multiply and minimum `and`.
   if (family == Family::Binary && a.elementType == ElementType::I1 &&
-      st.op != "max" && st.op != "min") {
+      st.op != "add" && st.op != "mul" && st.op != "max" && st.op != "min") {
     error(st.opLoc) << "'" << st.op << "' does not take i1 operands, found "
                     << a.str() << " and " << b.str()
-                    << " (use max/min for or/and, or 'cast')";
+                    << " (on i1, add/max is or, mul/min is and; or 'cast')";
     return std::nullopt;
   }
   int64_t bad = 0;
@@ -1091,8 +1096,7 @@ MaybeType Sema::inferBinary(Statement &st, Family family) {
                     << bad << ")";
     return std::nullopt;
   }
-  return TensorType{family == Family::Compare ? ElementType::I1
-                                              : a.elementType,
+  return TensorType{family == Family::Compare ? ElementType::I1 : a.elementType,
                     *dims};
 }
 
@@ -1118,8 +1122,8 @@ MaybeType Sema::inferSelect(Statement &st) {
   if (dims)
     dims = broadcastShapes(*dims, b.dims);
   if (!dims) {
-    error(st.opLoc) << "'select' operands " << c.type->str() << ", "
-                    << a.str() << " and " << b.str()
+    error(st.opLoc) << "'select' operands " << c.type->str() << ", " << a.str()
+                    << " and " << b.str()
                     << " do not broadcast (static sizes differ)";
     return std::nullopt;
   }
@@ -1172,8 +1176,7 @@ MaybeType Sema::inferConstant(Statement &st) {
             checkLeaves(c);
           return;
         }
-        if (!literalFits(e.isBool, e.isInteger, e.intValue, e.floatValue,
-                         et)) {
+        if (!literalFits(e.isBool, e.isInteger, e.intValue, e.floatValue, et)) {
           std::string spelled = e.isBool      ? (e.intValue ? "true" : "false")
                                 : e.isInteger ? std::to_string(e.intValue)
                                               : formatFloat(e.floatValue);
@@ -1266,8 +1269,8 @@ MaybeType Sema::inferMatmul(Statement &st) {
   const TensorType &ta = *st.operands[0].type;
   const TensorType &tb = *st.operands[1].type;
   if (ta.elementType == ElementType::I1) {
-    error(st.opLoc) << "'matmul' does not take i1 operands, found "
-                    << ta.str() << " and " << tb.str();
+    error(st.opLoc) << "'matmul' does not take i1 operands, found " << ta.str()
+                    << " and " << tb.str();
     return std::nullopt;
   }
   if (ta.rank() == 0 || tb.rank() == 0) {
@@ -1285,14 +1288,13 @@ MaybeType Sema::inferMatmul(Statement &st) {
     b.push_back(Dim::fixed(1));
   const Dim &ka = a[a.size() - 1], &kb = b[b.size() - 2];
   if (!unifyDim(ka, kb)) {
-    error(st.opLoc) << "'matmul' contraction dims differ: " << ta.str()
-                    << " x " << tb.str() << " (" << dimToString(ka) << " vs "
+    error(st.opLoc) << "'matmul' contraction dims differ: " << ta.str() << " x "
+                    << tb.str() << " (" << dimToString(ka) << " vs "
                     << dimToString(kb) << ")";
     return std::nullopt;
   }
-  std::optional<std::vector<Dim>> batch =
-      broadcastShapes(llvm::ArrayRef<Dim>(a).drop_back(2),
-                      llvm::ArrayRef<Dim>(b).drop_back(2));
+  std::optional<std::vector<Dim>> batch = broadcastShapes(
+      llvm::ArrayRef<Dim>(a).drop_back(2), llvm::ArrayRef<Dim>(b).drop_back(2));
   if (!batch) {
     error(st.opLoc) << "'matmul' batch dims of " << ta.str() << " and "
                     << tb.str() << " do not broadcast";
@@ -1460,9 +1462,9 @@ MaybeType Sema::inferBroadcastTo(Statement &st) {
     if (d.isStatic() && d.size == 1)
       continue;
     if (!unifyDim(d, t)) {
-      error(st.opLoc) << "'broadcast_to' cannot broadcast " << x.str()
-                      << " to " << r.str() << " (dim " << i << ": "
-                      << dimToString(d) << " vs " << dimToString(t) << ")";
+      error(st.opLoc) << "'broadcast_to' cannot broadcast " << x.str() << " to "
+                      << r.str() << " (dim " << i << ": " << dimToString(d)
+                      << " vs " << dimToString(t) << ")";
       return std::nullopt;
     }
   }
@@ -1521,15 +1523,15 @@ MaybeType Sema::inferSlice(Statement &st) {
   const TensorType &x = *st.operands[0].type;
   int64_t rank = x.rank();
   if (!st.attr("step"))
-    addDefault(st, "step",
-               listValue(std::vector<int64_t>(rank, 1), st.opLoc));
-  std::vector<int64_t> start = intList(st, "start"),
-                       stop = intList(st, "stop"), step = intList(st, "step");
+    addDefault(st, "step", listValue(std::vector<int64_t>(rank, 1), st.opLoc));
+  std::vector<int64_t> start = intList(st, "start"), stop = intList(st, "stop"),
+                       step = intList(st, "step");
   for (const char *name : {"start", "stop", "step"}) {
     const Attribute *a = st.attr(name);
     if (static_cast<int64_t>(a->value.elements.size()) != rank) {
       error(a->value.loc) << "'slice' " << name << " has "
-                          << pluralize(a->value.elements.size(), "entry", "entries")
+                          << pluralize(a->value.elements.size(), "entry",
+                                       "entries")
                           << ", but the operand " << x.str() << " has rank "
                           << rank;
       return std::nullopt;
@@ -1546,8 +1548,8 @@ MaybeType Sema::inferSlice(Statement &st) {
   for (int64_t i = 0; i < rank; ++i) {
     const Dim &d = x.dims[i];
     if (d.isStatic()) {
-      r.dims.push_back(
-          Dim::fixed(normalizeSlice(start[i], stop[i], step[i], d.size).length));
+      r.dims.push_back(Dim::fixed(
+          normalizeSlice(start[i], stop[i], step[i], d.size).length));
       continue;
     }
     // Slices that keep every element whatever the size keep the dim.
@@ -1592,8 +1594,7 @@ MaybeType Sema::inferGather(Statement &st) {
   TensorType r{table.elementType, {}};
   r.dims.insert(r.dims.end(), table.dims.begin(), table.dims.begin() + *axis);
   r.dims.insert(r.dims.end(), idx.type->dims.begin(), idx.type->dims.end());
-  r.dims.insert(r.dims.end(), table.dims.begin() + *axis + 1,
-                table.dims.end());
+  r.dims.insert(r.dims.end(), table.dims.begin() + *axis + 1, table.dims.end());
   return r;
 }
 
@@ -1603,13 +1604,12 @@ MaybeType Sema::inferReduce(Statement &st) {
   const TensorType &x = *st.operands[0].type;
   bool isMaxMin = st.op == "reduce_max" || st.op == "reduce_min";
   if (st.op == "reduce_mean" && !isFloat(x.elementType)) {
-    error(st.opLoc) << "'reduce_mean' expects a float tensor, found "
-                    << x.str() << " (cast it to a float type first)";
+    error(st.opLoc) << "'reduce_mean' expects a float tensor, found " << x.str()
+                    << " (cast it to a float type first)";
     return std::nullopt;
   }
   if (!isMaxMin && x.elementType == ElementType::I1) {
-    error(st.opLoc) << "'" << st.op << "' does not take i1, found "
-                    << x.str()
+    error(st.opLoc) << "'" << st.op << "' does not take i1, found " << x.str()
                     << " (reduce_max/reduce_min are any/all; or cast)";
     return std::nullopt;
   }
@@ -1629,8 +1629,7 @@ MaybeType Sema::inferReduce(Statement &st) {
       return std::nullopt;
     }
     if (reduced[*ax]) {
-      error(e.loc) << "'" << st.op << "' axes name axis " << *ax
-                   << " twice";
+      error(e.loc) << "'" << st.op << "' axes name axis " << *ax << " twice";
       return std::nullopt;
     }
     reduced[*ax] = true;
@@ -1770,7 +1769,8 @@ std::optional<Types> Sema::inferCall(Statement &st) {
       continue;
     }
     const TensorType &a = *o.type;
-    bool match = a.elementType == p.type.elementType && a.rank() == p.type.rank();
+    bool match =
+        a.elementType == p.type.elementType && a.rank() == p.type.rank();
     std::string why;
     for (int64_t k = 0; match && k < a.rank(); ++k) {
       const Dim &pd = p.type.dims[k], &ad = a.dims[k];
@@ -1791,10 +1791,9 @@ std::optional<Types> Sema::inferCall(Statement &st) {
       }
     }
     if (!match) {
-      error(o.loc) << "argument " << i + 1 << " of the call of @"
-                   << st.callee << " has type " << a.str()
-                   << ", but the parameter %" << p.name << " has type "
-                   << p.type.str() << why;
+      error(o.loc) << "argument " << i + 1 << " of the call of @" << st.callee
+                   << " has type " << a.str() << ", but the parameter %"
+                   << p.name << " has type " << p.type.str() << why;
       ok = false;
     }
   }

@@ -60,7 +60,8 @@ std::optional<std::vector<Dim>> broadcastShapes(llvm::ArrayRef<Dim> a,
       out[r] = a[a.size() - 1 - i];
       continue;
     }
-    std::optional<Dim> d = broadcastDim(a[a.size() - 1 - i], b[b.size() - 1 - i]);
+    std::optional<Dim> d =
+        broadcastDim(a[a.size() - 1 - i], b[b.size() - 1 - i]);
     if (!d) {
       if (badAxis)
         *badAxis = static_cast<int64_t>(r);

@@ -284,9 +284,8 @@ void BufferOwnershipPass::insertEarlyReturns(func::FuncOp func) {
       ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, pointer,
                                  zero);
     }
-    Operation *splitAfter = ok.getDefiningOp() && !isCheckCall(op)
-                                ? ok.getDefiningOp()
-                                : op;
+    Operation *splitAfter =
+        ok.getDefiningOp() && !isCheckCall(op) ? ok.getDefiningOp() : op;
     Block *continuation =
         current->splitBlock(std::next(splitAfter->getIterator()));
 
@@ -295,7 +294,8 @@ void BufferOwnershipPass::insertEarlyReturns(func::FuncOp func) {
     b.setInsertionPointToEnd(fail);
     if (isCheckCall(op)) {
       std::string name = "kina_msg_" + std::to_string(messageCounter++);
-      Value text = LLVM::createGlobalString(loc, b, name, message,
+      // The runtime reads a C string: the global carries the terminator.
+      Value text = LLVM::createGlobalString(loc, b, name, message.str() + '\0',
                                             LLVM::Linkage::Internal);
       Value a = arith::IndexCastOp::create(b, loc, b.getI64Type(), first);
       Value c = arith::IndexCastOp::create(b, loc, b.getI64Type(), second);

@@ -92,7 +92,8 @@ struct EntryBuilder {
   }
   Value message(StringRef text) {
     std::string name = "kina_entry_msg_" + std::to_string(messageCounter++);
-    return LLVM::createGlobalString(loc, b, name, text,
+    // The runtime reads a C string: the global carries the terminator.
+    return LLVM::createGlobalString(loc, b, name, text.str() + '\0',
                                     LLVM::Linkage::Internal);
   }
   func::FuncOp declare(StringRef name, FunctionType type) {
@@ -123,8 +124,8 @@ struct EntryBuilder {
   /// `ok` or return 1 with the fixed message `text`.
   void require(Value ok, StringRef text) {
     check(ok, [&] {
-      auto fn = declare("kina_rt_fail", b.getFunctionType({i32(), ptr()},
-                                                          {i32()}));
+      auto fn =
+          declare("kina_rt_fail", b.getFunctionType({i32(), ptr()}, {i32()}));
       return func::CallOp::create(b, loc, fn,
                                   ValueRange{i32Const(1), message(text)})
           .getResult(0);
@@ -165,9 +166,9 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
   FunctionType calleeType = callee.getFunctionType();
   std::string entryName = "kina_" + name;
   if (module.lookupSymbol(entryName))
-    return emitError(fn.loc) << "function @" << fn.name
-                             << " collides with the entry symbol '"
-                             << entryName << "'";
+    return emitError(fn.loc)
+           << "function @" << fn.name << " collides with the entry symbol '"
+           << entryName << "'";
 
   OpBuilder b(ctx);
   b.setInsertionPointToEnd(module.getBody());
@@ -223,29 +224,26 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
 
     SmallVector<Value> sizes;
     for (int64_t d = 0; d < rank; ++d) {
-      Value size = LLVM::ExtractValueOp::create(b, loc, desc,
-                                                ArrayRef<int64_t>{3, d});
+      Value size =
+          LLVM::ExtractValueOp::create(b, loc, desc, ArrayRef<int64_t>{3, d});
       sizes.push_back(size);
       std::string where = argName + " dim " + std::to_string(d);
       const Dim &dim = param.type.dims[d];
       switch (dim.kind) {
       case Dim::Static:
-        e.requireSizes(e.cmp(arith::CmpIPredicate::eq, size,
-                             e.i64Const(dim.size)),
-                       where + " has size {1}, expected {0}",
-                       e.i64Const(dim.size), size);
+        e.requireSizes(
+            e.cmp(arith::CmpIPredicate::eq, size, e.i64Const(dim.size)),
+            where + " has size {1}, expected {0}", e.i64Const(dim.size), size);
         break;
       case Dim::Symbolic: {
         auto it = symbols.find(dim.symbol);
         if (it == symbols.end()) {
           e.requireSizes(e.cmp(arith::CmpIPredicate::sge, size, e.i64Const(0)),
-                         where + " (" + dim.symbol +
-                             ") has negative size {1}",
+                         where + " (" + dim.symbol + ") has negative size {1}",
                          e.i64Const(0), size);
           symbols[dim.symbol] = {size, where};
         } else {
-          e.requireSizes(e.cmp(arith::CmpIPredicate::eq, size,
-                               it->second.size),
+          e.requireSizes(e.cmp(arith::CmpIPredicate::eq, size, it->second.size),
                          where + " (" + dim.symbol + ") has size {1}, but " +
                              dim.symbol + " = {0} from " + it->second.where,
                          it->second.size, size);
@@ -263,8 +261,8 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
     // element count, for the null-data check.
     Value expected = e.i64Const(1);
     for (int64_t d = rank - 1; d >= 0; --d) {
-      Value stride = LLVM::ExtractValueOp::create(b, loc, desc,
-                                                  ArrayRef<int64_t>{4, d});
+      Value stride =
+          LLVM::ExtractValueOp::create(b, loc, desc, ArrayRef<int64_t>{4, d});
       Value fine = arith::OrIOp::create(
           b, loc, e.cmp(arith::CmpIPredicate::eq, stride, expected),
           e.cmp(arith::CmpIPredicate::sle, sizes[d], e.i64Const(1)));
@@ -304,10 +302,10 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
   SmallVector<Value> resultDescs;
   for (size_t i = 0; i < numResults; ++i) {
     auto type = cast<MemRefType>(calleeType.getResult(i));
-    Value desc = UnrealizedConversionCastOp::create(
-                     b, loc, descriptorType(ctx, type.getRank()),
-                     call.getResult(i))
-                     .getResult(0);
+    Value desc =
+        UnrealizedConversionCastOp::create(
+            b, loc, descriptorType(ctx, type.getRank()), call.getResult(i))
+            .getResult(0);
     resultDescs.push_back(desc);
     if (i == 0) {
       Value allocated =
@@ -318,11 +316,10 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
   }
   if (failed) {
     Value ok = arith::XOrIOp::create(
-        b, loc, failed,
-        arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
+        b, loc, failed, arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1));
     e.check(ok, [&] {
-      auto lastStatus = e.declare("kina_rt_last_status",
-                                  b.getFunctionType({}, {e.i32()}));
+      auto lastStatus =
+          e.declare("kina_rt_last_status", b.getFunctionType({}, {e.i32()}));
       Value status =
           func::CallOp::create(b, loc, lastStatus, ValueRange{}).getResult(0);
       // A failure always records a non-zero status; 5 guards the invariant.

@@ -71,8 +71,8 @@ struct RuntimeAllocLowering : public ConvertOpToLLVMPattern<memref::AllocOp> {
     MemRefDescriptor desc = MemRefDescriptor::poison(rewriter, loc, descType);
     desc.setAllocatedPtr(rewriter, loc, null);
     desc.setAlignedPtr(rewriter, loc, null);
-    desc.setOffset(rewriter, loc, createIndexAttrConstant(rewriter, loc,
-                                                          getIndexType(), 0));
+    desc.setOffset(rewriter, loc,
+                   createIndexAttrConstant(rewriter, loc, getIndexType(), 0));
     for (int64_t i = 0; i < type.getRank(); ++i) {
       desc.setSize(rewriter, loc, i, sizes[i]);
       desc.setStride(rewriter, loc, i, strides[i]);
@@ -96,19 +96,18 @@ struct RuntimeAllocLowering : public ConvertOpToLLVMPattern<memref::AllocOp> {
 
     int64_t elementBytes =
         (static_cast<int64_t>(type.getElementTypeBitWidth()) + 7) / 8;
-    Value elementSize = LLVM::ConstantOp::create(rewriter, loc, i32,
-                                                 elementBytes);
-    Value status =
-        LLVM::CallOp::create(rewriter, loc, TypeRange{i32},
-                             SymbolRefAttr::get(ctx, allocFunction),
-                             ValueRange{unranked, elementSize})
-            .getResult();
+    Value elementSize =
+        LLVM::ConstantOp::create(rewriter, loc, i32, elementBytes);
+    Value status = LLVM::CallOp::create(rewriter, loc, TypeRange{i32},
+                                        SymbolRefAttr::get(ctx, allocFunction),
+                                        ValueRange{unranked, elementSize})
+                       .getResult();
 
     MemRefDescriptor result(
         LLVM::LoadOp::create(rewriter, loc, descType, ranked));
-    Value ok = LLVM::ICmpOp::create(
-        rewriter, loc, LLVM::ICmpPredicate::eq, status,
-        LLVM::ConstantOp::create(rewriter, loc, i32, 0));
+    Value ok =
+        LLVM::ICmpOp::create(rewriter, loc, LLVM::ICmpPredicate::eq, status,
+                             LLVM::ConstantOp::create(rewriter, loc, i32, 0));
     Value allocated = LLVM::SelectOp::create(
         rewriter, loc, ok, result.allocatedPtr(rewriter, loc), null);
     Value aligned = LLVM::SelectOp::create(
@@ -126,8 +125,7 @@ struct RuntimeAllocLowering : public ConvertOpToLLVMPattern<memref::AllocOp> {
 struct RuntimeDeallocLowering
     : public ConvertOpToLLVMPattern<memref::DeallocOp> {
   explicit RuntimeDeallocLowering(const LLVMTypeConverter &converter)
-      : ConvertOpToLLVMPattern<memref::DeallocOp>(converter, /*benefit=*/10) {
-  }
+      : ConvertOpToLLVMPattern<memref::DeallocOp>(converter, /*benefit=*/10) {}
 
   LogicalResult
   matchAndRewrite(memref::DeallocOp op, OpAdaptor adaptor,
@@ -136,10 +134,10 @@ struct RuntimeDeallocLowering
       return rewriter.notifyMatchFailure(op, "unranked dealloc");
     Location loc = op.getLoc();
     MemRefDescriptor desc(adaptor.getMemref());
-    LLVM::CallOp::create(rewriter, loc, TypeRange{rewriter.getI32Type()},
-                         SymbolRefAttr::get(rewriter.getContext(),
-                                            kFreeFunction),
-                         ValueRange{desc.allocatedPtr(rewriter, loc)});
+    LLVM::CallOp::create(
+        rewriter, loc, TypeRange{rewriter.getI32Type()},
+        SymbolRefAttr::get(rewriter.getContext(), kFreeFunction),
+        ValueRange{desc.allocatedPtr(rewriter, loc)});
     rewriter.eraseOp(op);
     return success();
   }

@@ -46,9 +46,8 @@ void registerKinaDialects(MLIRContext &ctx) {
   registerAllExtensions(registry);
   ctx.appendDialectRegistry(registry);
   ctx.loadDialect<func::FuncDialect, linalg::LinalgDialect,
-                  tensor::TensorDialect, arith::ArithDialect,
-                  math::MathDialect, scf::SCFDialect,
-                  cf::ControlFlowDialect>();
+                  tensor::TensorDialect, arith::ArithDialect, math::MathDialect,
+                  scf::SCFDialect, cf::ControlFlowDialect>();
 }
 
 OwningOpRef<ModuleOp> mlirGen(MLIRContext &ctx, const Module &module,
@@ -70,8 +69,8 @@ Generator::Generator(MLIRContext &ctx, const Module &module,
                      const MLIRGenOptions &options)
     : ctx(ctx), kmodule(module), options(options), builder(&ctx) {
   ctx.loadDialect<func::FuncDialect, linalg::LinalgDialect,
-                  tensor::TensorDialect, arith::ArithDialect,
-                  math::MathDialect, scf::SCFDialect>();
+                  tensor::TensorDialect, arith::ArithDialect, math::MathDialect,
+                  scf::SCFDialect>();
 }
 
 OwningOpRef<ModuleOp> Generator::run() {
@@ -257,11 +256,11 @@ bool Generator::boolAttr(const Statement &s, StringRef name, bool dflt) {
   return dflt;
 }
 
-SmallVector<Value> Generator::generic(
-    Location loc, TypeRange resultTypes, ValueRange inputs,
-    ValueRange outputs, ArrayRef<AffineMap> maps, unsigned numLoops,
-    ArrayRef<unsigned> reductionLoops,
-    function_ref<void(OpBuilder &, Location, ValueRange)> body) {
+SmallVector<Value>
+Generator::generic(Location loc, TypeRange resultTypes, ValueRange inputs,
+                   ValueRange outputs, ArrayRef<AffineMap> maps,
+                   unsigned numLoops, ArrayRef<unsigned> reductionLoops,
+                   function_ref<void(OpBuilder &, Location, ValueRange)> body) {
   SmallVector<utils::IteratorType> iterators(numLoops,
                                              utils::IteratorType::parallel);
   for (unsigned r : reductionLoops)
@@ -323,10 +322,9 @@ LogicalResult Generator::genFunction(const Function &fn) {
   for (const TensorType &t : fn.results)
     resultTypes.push_back(tensorType(t));
   builder.setInsertionPointToEnd(module.getBody());
-  auto func = func::FuncOp::create(builder, fn.loc,
-                                   options.symbolPrefix + fn.name,
-                                   builder.getFunctionType(argTypes,
-                                                           resultTypes));
+  auto func =
+      func::FuncOp::create(builder, fn.loc, options.symbolPrefix + fn.name,
+                           builder.getFunctionType(argTypes, resultTypes));
   if (fn.isPrivate)
     func.setPrivate();
   else
@@ -415,8 +413,8 @@ LogicalResult Generator::genCall(const Statement &s) {
           continue; // equal: Sema checked
         Value actual = dimOf(loc, a, d);
         Value expected = indexConst(loc, pd.size);
-        Value ok = arith::CmpIOp::create(
-            builder, loc, arith::CmpIPredicate::eq, actual, expected);
+        Value ok = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq,
+                                         actual, expected);
         emitCheck(loc, ok, actual, expected,
                   "call @" + s.callee + ": dim " + Twine(d) + " of argument " +
                       Twine(k) + " has size {0} but @" + s.callee +
@@ -430,8 +428,8 @@ LogicalResult Generator::genCall(const Statement &s) {
         if (dimsProvablyEqual(it->second.first, ad))
           continue;
         Value actual = dimOf(loc, a, d);
-        Value ok = arith::CmpIOp::create(
-            builder, loc, arith::CmpIPredicate::eq, actual, it->second.second);
+        Value ok = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq,
+                                         actual, it->second.second);
         emitCheck(loc, ok, actual, it->second.second,
                   "call @" + s.callee + ": dim " + Twine(d) + " of argument " +
                       Twine(k) + " has size {0} but " + pd.symbol + " of @" +
@@ -443,9 +441,8 @@ LogicalResult Generator::genCall(const Statement &s) {
   SmallVector<Type> resultTypes;
   for (const TensorType &t : callee->results)
     resultTypes.push_back(tensorType(t));
-  auto call = func::CallOp::create(builder, loc,
-                                   options.symbolPrefix + callee->name,
-                                   resultTypes, args);
+  auto call = func::CallOp::create(
+      builder, loc, options.symbolPrefix + callee->name, resultTypes, args);
   for (size_t i = 0; i < s.results.size(); ++i)
     define(s, i, call.getResult(i));
   return success();
@@ -470,8 +467,7 @@ LogicalResult Generator::genConstant(const Statement &s) {
   const TensorType &t = s.resultTypes[0];
   for (const Dim &d : t.dims)
     if (!d.isStatic()) {
-      emitError(s.opLoc) << "a constant needs a static type, found "
-                         << t.str();
+      emitError(s.opLoc) << "a constant needs a static type, found " << t.str();
       return failure();
     }
   if (s.operands.size() != 1) {
@@ -518,9 +514,10 @@ LogicalResult Generator::genConstant(const Statement &s) {
       f.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
       vals.push_back(f);
     }
-    attr = leaves.size() == 1 ? DenseElementsAttr::get(
-                                    type, mlir::Attribute(FloatAttr::get(ft, vals[0])))
-                              : DenseElementsAttr::get(type, vals);
+    attr = leaves.size() == 1
+               ? DenseElementsAttr::get(
+                     type, mlir::Attribute(FloatAttr::get(ft, vals[0])))
+               : DenseElementsAttr::get(type, vals);
   } else {
     unsigned width = elem.getIntOrFloatBitWidth();
     SmallVector<APInt> vals;
@@ -551,9 +548,8 @@ LogicalResult Generator::genIota(const Statement &s) {
   for (auto [i, d] : llvm::enumerate(t.dims)) {
     Value v = knownDim(loc, d);
     if (!v) {
-      emitError(s.opLoc) << "iota needs static or symbolic dims, but dim "
-                         << i << " of " << t.str() << " is "
-                         << dimToString(d);
+      emitError(s.opLoc) << "iota needs static or symbolic dims, but dim " << i
+                         << " of " << t.str() << " is " << dimToString(d);
       return failure();
     }
     dims.push_back(v);
@@ -563,19 +559,19 @@ LogicalResult Generator::genIota(const Statement &s) {
   Value init = emptyTensor(loc, type, dims);
   AffineMap id = builder.getMultiDimIdentityMap(rank);
   int64_t ax = *axis;
-  Value r = generic(loc, type, {}, init, {id}, rank, {},
-                    [&](OpBuilder &b, Location l, ValueRange) {
-                      Value idx = linalg::IndexOp::create(b, l, ax);
-                      Value v;
-                      if (isa<FloatType>(elem))
-                        v = arith::SIToFPOp::create(
-                            b, l, elem,
-                            arith::IndexCastOp::create(b, l, b.getI64Type(),
-                                                       idx));
-                      else
-                        v = arith::IndexCastOp::create(b, l, elem, idx);
-                      linalg::YieldOp::create(b, l, v);
-                    })[0];
+  Value r =
+      generic(loc, type, {}, init, {id}, rank, {},
+              [&](OpBuilder &b, Location l, ValueRange) {
+                Value idx = linalg::IndexOp::create(b, l, ax);
+                Value v;
+                if (isa<FloatType>(elem))
+                  v = arith::SIToFPOp::create(
+                      b, l, elem,
+                      arith::IndexCastOp::create(b, l, b.getI64Type(), idx));
+                else
+                  v = arith::IndexCastOp::create(b, l, elem, idx);
+                linalg::YieldOp::create(b, l, v);
+              })[0];
   define(s, 0, r);
   return success();
 }

@@ -113,8 +113,8 @@ LogicalResult Generator::genMatmul(const Statement &s) {
   bool hasM = ra >= 2, hasN = rb >= 2;
   int64_t nb = outType.rank() - hasM - hasN; // batch dims of the result
   if (nb < 0)
-    return emitError(s.opLoc) << "internal error: bad matmul result type "
-                              << outType.str();
+    return emitError(s.opLoc)
+           << "internal error: bad matmul result type " << outType.str();
 
   // K = a[-1] must equal b[-2] (b[0] when b is 1-D).
   int64_t ka = ra - 1, kb = hasN ? rb - 2 : 0;
@@ -187,31 +187,29 @@ LogicalResult Generator::genMatmul(const Statement &s) {
         broadcastMap(ins[1], numLoops, 0, nb, bExtra),
         AffineMap::get(numLoops, 0, outExprs, &ctx)};
     Value init = filledTensor(loc, accType, outDims, zero);
-    result = generic(loc, accType,
-                     ValueRange{ins[0].value->value, ins[1].value->value},
-                     init, maps, numLoops, {kLoop},
-                     [&](OpBuilder &b, Location l, ValueRange args) {
-                       Value x = widen(b, l, t, args[0]);
-                       Value y = widen(b, l, t, args[1]);
-                       Value r;
-                       if (isFloat(t))
-                         r = arith::AddFOp::create(
-                             b, l, args[2], arith::MulFOp::create(b, l, x, y));
-                       else if (t == ElementType::I1) // any(a and b)
-                         r = arith::OrIOp::create(
-                             b, l, args[2], arith::AndIOp::create(b, l, x, y));
-                       else
-                         r = arith::AddIOp::create(
-                             b, l, args[2], arith::MulIOp::create(b, l, x, y));
-                       linalg::YieldOp::create(b, l, r);
-                     })[0];
+    result = generic(
+        loc, accType, ValueRange{ins[0].value->value, ins[1].value->value},
+        init, maps, numLoops, {kLoop},
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value x = widen(b, l, t, args[0]);
+          Value y = widen(b, l, t, args[1]);
+          Value r;
+          if (isFloat(t))
+            r = arith::AddFOp::create(b, l, args[2],
+                                      arith::MulFOp::create(b, l, x, y));
+          else if (t == ElementType::I1) // any(a and b)
+            r = arith::OrIOp::create(b, l, args[2],
+                                     arith::AndIOp::create(b, l, x, y));
+          else
+            r = arith::AddIOp::create(b, l, args[2],
+                                      arith::MulIOp::create(b, l, x, y));
+          linalg::YieldOp::create(b, l, r);
+        })[0];
   }
   if (computesInF32(t))
-    result = mapTensor(*this, loc, result, outType,
-                       toMLIRType(ctx, t), outDims,
-                       [&](OpBuilder &b, Location l, Value v) {
-                         return narrow(b, l, t, v);
-                       });
+    result = mapTensor(
+        *this, loc, result, outType, toMLIRType(ctx, t), outDims,
+        [&](OpBuilder &b, Location l, Value v) { return narrow(b, l, t, v); });
   define(s, 0, result);
   return success();
 }
@@ -230,8 +228,8 @@ static FailureOr<SmallVector<int64_t>> reducedAxes(const Statement &s,
     for (const AttrValue &e : a->value.elements) {
       std::optional<int64_t> ax = normalizeAxis(e.intValue, rank);
       if (!ax)
-        return emitError(s.opLoc) << "internal error: axis " << e.intValue
-                                  << " out of range";
+        return emitError(s.opLoc)
+               << "internal error: axis " << e.intValue << " out of range";
       if (!llvm::is_contained(axes, *ax))
         axes.push_back(*ax);
     }
@@ -261,8 +259,8 @@ LogicalResult Generator::genReduction(const Statement &s) {
   bool keepDims = boolAttr(s, "keepdims", false);
   bool mean = kind == "mean";
   if (mean && !isFloat(t))
-    return emitError(s.opLoc) << "'reduce_mean' is not defined on "
-                              << elementTypeName(t);
+    return emitError(s.opLoc)
+           << "'reduce_mean' is not defined on " << elementTypeName(t);
   if ((kind == "max" || kind == "min") && failed(checkNonEmpty(s, x, axes)))
     return failure();
   StringRef combine = mean ? "sum" : kind;
@@ -278,8 +276,8 @@ LogicalResult Generator::genReduction(const Statement &s) {
   SmallVector<AffineMap> maps = {builder.getMultiDimIdentityMap(rank),
                                  keptMap(builder, rank, axes)};
   Value result =
-      generic(loc, init.getType(), x.value, init, maps, rank,
-              toUnsigned(axes), [&](OpBuilder &b, Location l, ValueRange args) {
+      generic(loc, init.getType(), x.value, init, maps, rank, toUnsigned(axes),
+              [&](OpBuilder &b, Location l, ValueRange args) {
                 Value v = widen(b, l, t, args[0]);
                 linalg::YieldOp::create(
                     b, l, emitCombine(b, l, combine, t, args[1], v));
@@ -317,8 +315,7 @@ LogicalResult Generator::genArgReduction(const Statement &s) {
   bool isMax = s.op == "argmax";
   int64_t rank = x.type.rank();
   if (rank == 0)
-    return emitError(s.opLoc) << "internal error: '" << s.op
-                              << "' of a scalar";
+    return emitError(s.opLoc) << "internal error: '" << s.op << "' of a scalar";
   std::optional<int64_t> axisOr = normalizeAxis(intAttr(s, "axis", -1), rank);
   if (!axisOr)
     return emitError(s.opLoc) << "internal error: axis out of range";
@@ -337,8 +334,8 @@ LogicalResult Generator::genArgReduction(const Statement &s) {
   Value bestInit =
       filledTensor(loc, tensorType(reducedType, acc), reducedDims,
                    emitReductionInit(builder, loc, isMax ? "max" : "min", t));
-  Value indexInit = filledTensor(loc, tensorType(reducedType, i64),
-                                 reducedDims, constInt(builder, loc, i64, 0));
+  Value indexInit = filledTensor(loc, tensorType(reducedType, i64), reducedDims,
+                                 constInt(builder, loc, i64, 0));
   AffineMap kept = keptMap(builder, rank, {axis});
   SmallVector<AffineMap> maps = {builder.getMultiDimIdentityMap(rank), kept,
                                  kept};
@@ -356,12 +353,13 @@ LogicalResult Generator::genArgReduction(const Statement &s) {
         Value take;
         if (isFloat(t)) {
           Value better = arith::CmpFOp::create(
-              b, l, isMax ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT,
-              v, best);
+              b, l,
+              isMax ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT, v,
+              best);
           Value vNan =
               arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, v, v);
-          Value bestNan =
-              arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, best, best);
+          Value bestNan = arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO,
+                                                best, best);
           Value notBestNan = arith::XOrIOp::create(
               b, l, bestNan, constInt(b, l, b.getI1Type(), 1));
           // NaN is the extreme value: it replaces any non-NaN best.
@@ -375,10 +373,10 @@ LogicalResult Generator::genArgReduction(const Statement &s) {
               arith::AndIOp::create(b, l, same, earlier));
         } else {
           bool u = t == ElementType::I1;
-          auto pred = isMax ? (u ? arith::CmpIPredicate::ugt
-                                 : arith::CmpIPredicate::sgt)
-                            : (u ? arith::CmpIPredicate::ult
-                                 : arith::CmpIPredicate::slt);
+          auto pred =
+              isMax
+                  ? (u ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt)
+                  : (u ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt);
           Value better = arith::CmpIOp::create(b, l, pred, v, best);
           Value same =
               arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, v, best);
@@ -407,8 +405,8 @@ LogicalResult Generator::genSoftmax(const Statement &s) {
   GenValue x = operandValue(s.operands[0]);
   ElementType t = x.type.elementType;
   if (!isFloat(t))
-    return emitError(s.opLoc) << "'" << s.op << "' is not defined on "
-                              << elementTypeName(t);
+    return emitError(s.opLoc)
+           << "'" << s.op << "' is not defined on " << elementTypeName(t);
   int64_t rank = x.type.rank();
   std::optional<int64_t> axisOr = normalizeAxis(intAttr(s, "axis", -1), rank);
   if (!axisOr)
@@ -433,12 +431,13 @@ LogicalResult Generator::genSoftmax(const Statement &s) {
   // m = max over the axis (NaN propagates).
   Value mInit = filledTensor(loc, rowAcc, rowDims,
                              emitReductionInit(builder, loc, "max", t));
-  Value m = generic(loc, rowAcc, x.value, mInit, {id, row}, rank, {ax},
-                    [&](OpBuilder &b, Location l, ValueRange args) {
-                      Value v = widen(b, l, t, args[0]);
-                      linalg::YieldOp::create(
-                          b, l, Value(arith::MaximumFOp::create(b, l, args[1], v)));
-                    })[0];
+  Value m =
+      generic(loc, rowAcc, x.value, mInit, {id, row}, rank, {ax},
+              [&](OpBuilder &b, Location l, ValueRange args) {
+                Value v = widen(b, l, t, args[0]);
+                linalg::YieldOp::create(
+                    b, l, Value(arith::MaximumFOp::create(b, l, args[1], v)));
+              })[0];
   Value sInit = filledTensor(loc, rowAcc, rowDims,
                              emitReductionInit(builder, loc, "sum", t));
   RankedTensorType outType = tensorType(x.type);
@@ -447,37 +446,35 @@ LogicalResult Generator::genSoftmax(const Statement &s) {
   if (!logForm) {
     // e = exp(x - m); s = sum(e); out = e / s.
     Value e = generic(loc, fullAcc, ValueRange{x.value, m},
-                      emptyTensor(loc, fullAcc, fullDims), {id, row, id},
-                      rank, {},
-                      [&](OpBuilder &b, Location l, ValueRange args) {
+                      emptyTensor(loc, fullAcc, fullDims), {id, row, id}, rank,
+                      {}, [&](OpBuilder &b, Location l, ValueRange args) {
                         Value v = widen(b, l, t, args[0]);
                         Value d = arith::SubFOp::create(b, l, v, args[1]);
-                        linalg::YieldOp::create(b, l,
-                                                Value(math::ExpOp::create(b, l, d)));
+                        linalg::YieldOp::create(
+                            b, l, Value(math::ExpOp::create(b, l, d)));
                       })[0];
-    Value sum = generic(loc, rowAcc, e, sInit, {id, row}, rank, {ax},
-                        [&](OpBuilder &b, Location l, ValueRange args) {
-                          linalg::YieldOp::create(
-                              b, l,
-                              Value(arith::AddFOp::create(b, l, args[1], args[0])));
-                        })[0];
-    result = generic(loc, outType, ValueRange{e, sum}, out, {id, row, id},
-                     rank, {},
-                     [&](OpBuilder &b, Location l, ValueRange args) {
+    Value sum = generic(
+        loc, rowAcc, e, sInit, {id, row}, rank, {ax},
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          linalg::YieldOp::create(
+              b, l, Value(arith::AddFOp::create(b, l, args[1], args[0])));
+        })[0];
+    result = generic(loc, outType, ValueRange{e, sum}, out, {id, row, id}, rank,
+                     {}, [&](OpBuilder &b, Location l, ValueRange args) {
                        Value q = arith::DivFOp::create(b, l, args[0], args[1]);
                        linalg::YieldOp::create(b, l, narrow(b, l, t, q));
                      })[0];
   } else {
     // s = sum(exp(x - m)); out = (x - m) - log(s).
-    Value sum = generic(loc, rowAcc, ValueRange{x.value, m}, sInit,
-                        {id, row, row}, rank, {ax},
-                        [&](OpBuilder &b, Location l, ValueRange args) {
-                          Value v = widen(b, l, t, args[0]);
-                          Value d = arith::SubFOp::create(b, l, v, args[1]);
-                          Value e = math::ExpOp::create(b, l, d);
-                          linalg::YieldOp::create(
-                              b, l, Value(arith::AddFOp::create(b, l, args[2], e)));
-                        })[0];
+    Value sum =
+        generic(loc, rowAcc, ValueRange{x.value, m}, sInit, {id, row, row},
+                rank, {ax}, [&](OpBuilder &b, Location l, ValueRange args) {
+                  Value v = widen(b, l, t, args[0]);
+                  Value d = arith::SubFOp::create(b, l, v, args[1]);
+                  Value e = math::ExpOp::create(b, l, d);
+                  linalg::YieldOp::create(
+                      b, l, Value(arith::AddFOp::create(b, l, args[2], e)));
+                })[0];
     result = generic(loc, outType, ValueRange{x.value, m, sum}, out,
                      {id, row, row, id}, rank, {},
                      [&](OpBuilder &b, Location l, ValueRange args) {

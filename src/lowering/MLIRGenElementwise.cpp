@@ -97,8 +97,8 @@ void Generator::broadcast(Location loc, StringRef op, ArrayRef<Dim> outDims,
         Value one = indexConst(loc, 1);
         for (const Part &p : llvm::drop_begin(pending)) {
           Value d = sizeOf(p);
-          Value isOne = arith::CmpIOp::create(
-              builder, loc, arith::CmpIPredicate::eq, d, one);
+          Value isOne = arith::CmpIOp::create(builder, loc,
+                                              arith::CmpIPredicate::eq, d, one);
           size = arith::SelectOp::create(builder, loc, isOne, size, d);
         }
       }
@@ -148,9 +148,8 @@ GenValue Generator::stretch(Location loc, BroadcastInput &in,
   RankedTensorType rt = tensorType(type);
   Value init = emptyTensor(loc, rt, sizes);
   Value source = v.value;
-  Value r = generic(loc, rt, {}, init,
-                    {builder.getMultiDimIdentityMap(rank)}, rank, {},
-                    [&](OpBuilder &b, Location l, ValueRange) {
+  Value r = generic(loc, rt, {}, init, {builder.getMultiDimIdentityMap(rank)},
+                    rank, {}, [&](OpBuilder &b, Location l, ValueRange) {
                       SmallVector<Value> idx;
                       Value zero;
                       for (int64_t i = 0; i < rank; ++i) {
@@ -158,8 +157,7 @@ GenValue Generator::stretch(Location loc, BroadcastInput &in,
                         if (isOne[i]) {
                           if (!zero)
                             zero = arith::ConstantIndexOp::create(b, l, 0);
-                          x = arith::SelectOp::create(b, l, isOne[i], zero,
-                                                      x);
+                          x = arith::SelectOp::create(b, l, isOne[i], zero, x);
                         }
                         idx.push_back(x);
                       }
@@ -259,8 +257,8 @@ static bool binaryDefined(StringRef op, ElementType t) {
 }
 
 static LogicalResult notDefined(const Statement &s, ElementType t) {
-  return emitError(s.opLoc) << "'" << s.op << "' is not defined on "
-                            << elementTypeName(t);
+  return emitError(s.opLoc)
+         << "'" << s.op << "' is not defined on " << elementTypeName(t);
 }
 
 LogicalResult Generator::genUnary(const Statement &s) {
@@ -270,13 +268,12 @@ LogicalResult Generator::genUnary(const Statement &s) {
     return notDefined(s, t);
   bool geluTanh = false;
   if (const Attribute *a = s.attr("approximate"))
-    geluTanh = a->value.kind == AttrValue::String &&
-               a->value.stringValue == "tanh";
-  Value r = genElementwise(
-      s, {x}, s.resultTypes[0],
-      [&](OpBuilder &b, Location l, ArrayRef<Value> v) {
-        return emitUnary(b, l, s.op, t, v[0], geluTanh);
-      });
+    geluTanh =
+        a->value.kind == AttrValue::String && a->value.stringValue == "tanh";
+  Value r = genElementwise(s, {x}, s.resultTypes[0],
+                           [&](OpBuilder &b, Location l, ArrayRef<Value> v) {
+                             return emitUnary(b, l, s.op, t, v[0], geluTanh);
+                           });
   define(s, 0, r);
   return success();
 }
@@ -311,11 +308,11 @@ LogicalResult Generator::genSelect(const Statement &s) {
   SmallVector<EwOperand> ops = {ewOperand(s.loc, s.operands[0]),
                                 ewOperand(s.loc, s.operands[1]),
                                 ewOperand(s.loc, s.operands[2])};
-  Value r = genElementwise(
-      s, ops, s.resultTypes[0],
-      [&](OpBuilder &b, Location l, ArrayRef<Value> v) -> Value {
-        return arith::SelectOp::create(b, l, v[0], v[1], v[2]);
-      });
+  Value r =
+      genElementwise(s, ops, s.resultTypes[0],
+                     [&](OpBuilder &b, Location l, ArrayRef<Value> v) -> Value {
+                       return arith::SelectOp::create(b, l, v[0], v[1], v[2]);
+                     });
   define(s, 0, r);
   return success();
 }
@@ -336,9 +333,8 @@ LogicalResult Generator::genBroadcastTo(const Statement &s) {
   EwOperand x = ewOperand(s.loc, s.operands[0]);
   const TensorType &out = s.resultTypes[0];
   if (x.type.rank() > out.rank())
-    return emitError(s.opLoc)
-           << "internal error: broadcast_to of " << x.type.str() << " to "
-           << out.str();
+    return emitError(s.opLoc) << "internal error: broadcast_to of "
+                              << x.type.str() << " to " << out.str();
   Value r = genElementwise(
       s, {x}, out,
       [&](OpBuilder &, Location, ArrayRef<Value> v) { return v[0]; });

@@ -4,9 +4,10 @@
 // lowered so far:
 //  - transpose {perm}: linalg.transpose into a tensor.empty of the permuted
 //    shape (negative perm entries count from the end);
-//  - reshape {shape}: tensor.reshape with a shape tensor built from the
-//    static sizes, the function's symbol values and the one `-1`, which is
-//    the element count divided by the product of the other dims. When the
+//  - reshape {shape}: tensor.collapse_shape to 1-D, then
+//    tensor.expand_shape with the sizes built from the static sizes, the
+//    function's symbol values and the one `-1`, which is the element count
+//    divided by the product of the other dims. When the
 //    element counts are not provably equal, a run-time check compares them
 //    (and, with `-1`, checks that the other dims divide the count, as
 //    NumPy's reshape does: a size-0 product is an error there too).
@@ -113,8 +114,7 @@ LogicalResult Generator::genReshape(const Statement &s) {
 
   int64_t inProduct, outProduct;
   SmallVector<std::string> inNames, outNames;
-  bool provable = inferred < 0 &&
-                  shapeKey(x.type.dims, inProduct, inNames) &&
+  bool provable = inferred < 0 && shapeKey(x.type.dims, inProduct, inNames) &&
                   shapeKey(outType.dims, outProduct, outNames) &&
                   inProduct == outProduct && inNames == outNames;
   Value zero = indexConst(loc, 0);
@@ -125,8 +125,8 @@ LogicalResult Generator::genReshape(const Statement &s) {
     Value safe = arith::SelectOp::create(builder, loc, nonZero, others,
                                          indexConst(loc, 1));
     Value rem = arith::RemUIOp::create(builder, loc, total, safe);
-    Value divides = arith::CmpIOp::create(
-        builder, loc, arith::CmpIPredicate::eq, rem, zero);
+    Value divides = arith::CmpIOp::create(builder, loc,
+                                          arith::CmpIPredicate::eq, rem, zero);
     Value ok = arith::AndIOp::create(builder, loc, nonZero, divides);
     emitCheck(loc, ok, total, others,
               "reshape: cannot reshape {0} elements into a shape whose "
@@ -139,11 +139,55 @@ LogicalResult Generator::genReshape(const Statement &s) {
               "reshape: the operand has {0} elements but the shape " +
                   outType.str() + " holds {1}");
   }
+  // Through a 1-D tensor: collapse all dims, then expand to the new shape
+  // with explicit output sizes (tensor.reshape's dynamic form has no LLVM
+  // lowering).
   RankedTensorType type = tensorType(outType);
-  auto shapeType = RankedTensorType::get(
-      {static_cast<int64_t>(sizes.size())}, builder.getIndexType());
-  Value shape = tensor::FromElementsOp::create(builder, loc, shapeType, sizes);
-  Value r = tensor::ReshapeOp::create(builder, loc, type, x.value, shape);
+  auto srcType = cast<RankedTensorType>(x.value.getType());
+  Type elem = type.getElementType();
+  auto flatType = RankedTensorType::get(
+      {srcType.hasStaticShape() ? srcType.getNumElements()
+                                : ShapedType::kDynamic},
+      elem);
+  Value flat = x.value;
+  if (srcType.getRank() == 0) {
+    flat = tensor::ExpandShapeOp::create(
+        builder, loc, RankedTensorType::get({1}, elem), x.value,
+        ArrayRef<ReassociationIndices>{},
+        ArrayRef<OpFoldResult>{builder.getIndexAttr(1)});
+    flatType = cast<RankedTensorType>(flat.getType());
+  } else if (srcType.getRank() > 1) {
+    ReassociationIndices all;
+    for (int64_t i = 0; i < srcType.getRank(); ++i)
+      all.push_back(i);
+    flat = tensor::CollapseShapeOp::create(builder, loc, flatType, x.value,
+                                           ArrayRef<ReassociationIndices>{all});
+  }
+  Value r;
+  if (type.getRank() == 0) {
+    // One element (checked above): a static 1-D tensor, then collapse.
+    Value one = castTo(loc, flat, RankedTensorType::get({1}, elem));
+    r = tensor::CollapseShapeOp::create(builder, loc, type, one,
+                                        ArrayRef<ReassociationIndices>{});
+  } else if (type.getRank() == 1) {
+    r = castTo(loc, flat, type);
+  } else {
+    ReassociationIndices all;
+    SmallVector<OpFoldResult> shape;
+    for (int64_t i = 0; i < type.getRank(); ++i) {
+      all.push_back(i);
+      if (type.isDynamicDim(i))
+        shape.push_back(sizes[i]);
+      else
+        shape.push_back(builder.getIndexAttr(type.getDimSize(i)));
+    }
+    if (!flatType.hasStaticShape() && type.hasStaticShape())
+      flat = castTo(loc, flat,
+                    RankedTensorType::get({type.getNumElements()}, elem));
+    r = tensor::ExpandShapeOp::create(builder, loc, type, flat,
+                                      ArrayRef<ReassociationIndices>{all},
+                                      shape);
+  }
   define(s, 0, r);
   return success();
 }

@@ -62,8 +62,7 @@ Value constInt(OpBuilder &b, Location loc, Type type, int64_t value) {
   return arith::ConstantOp::create(b, loc, IntegerAttr::get(type, v));
 }
 
-static Value constAPInt(OpBuilder &b, Location loc, Type type,
-                        const APInt &v) {
+static Value constAPInt(OpBuilder &b, Location loc, Type type, const APInt &v) {
   return arith::ConstantOp::create(b, loc, IntegerAttr::get(type, v));
 }
 
@@ -164,8 +163,8 @@ static Value floatUnary(OpBuilder &b, Location loc, StringRef op, Value x,
     Value inner;
     if (geluTanh) {
       // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-      Value x3 = arith::MulFOp::create(
-          b, loc, arith::MulFOp::create(b, loc, x, x), x);
+      Value x3 =
+          arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, x, x), x);
       Value poly = arith::AddFOp::create(
           b, loc, x, arith::MulFOp::create(b, loc, c(0.044715), x3));
       Value arg = arith::MulFOp::create(
@@ -173,8 +172,8 @@ static Value floatUnary(OpBuilder &b, Location loc, StringRef op, Value x,
       inner = math::TanhOp::create(b, loc, arg);
     } else {
       // 0.5 x (1 + erf(x / sqrt(2)))
-      Value arg = arith::MulFOp::create(
-          b, loc, x, c(0.7071067811865476 /* 1/sqrt(2) */));
+      Value arg = arith::MulFOp::create(b, loc, x,
+                                        c(0.7071067811865476 /* 1/sqrt(2) */));
       inner = math::ErfOp::create(b, loc, arg);
     }
     return arith::MulFOp::create(b, loc, half,
@@ -229,8 +228,10 @@ static Value floatMod(OpBuilder &b, Location loc, Value x, Value y) {
   Value r = arith::RemFOp::create(b, loc, x, y);
   Value nonZero =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE, r, zero);
-  Value rNeg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, r, zero);
-  Value yNeg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, y, zero);
+  Value rNeg =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, r, zero);
+  Value yNeg =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, y, zero);
   Value adjust = arith::AndIOp::create(
       b, loc, nonZero, arith::XOrIOp::create(b, loc, rNeg, yNeg));
   Value adjusted = arith::SelectOp::create(
@@ -254,7 +255,8 @@ static Value intDivMod(OpBuilder &b, Location loc, bool wantMod, Value x,
   Value one = constInt(b, loc, it, 1);
   Value minusOne = constInt(b, loc, it, -1);
   Value intMin = constAPInt(b, loc, it, APInt::getSignedMinValue(width));
-  Value yZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, zero);
+  Value yZero =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, y, zero);
   Value overflow = arith::AndIOp::create(
       b, loc,
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, intMin),
@@ -267,7 +269,8 @@ static Value intDivMod(OpBuilder &b, Location loc, bool wantMod, Value x,
   // r += y.
   Value rNonZero =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, r, zero);
-  Value rNeg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, r, zero);
+  Value rNeg =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, r, zero);
   Value yNeg =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, safeY, zero);
   Value adjust = arith::AndIOp::create(
@@ -277,8 +280,8 @@ static Value intDivMod(OpBuilder &b, Location loc, bool wantMod, Value x,
     result = arith::SelectOp::create(
         b, loc, adjust, arith::AddIOp::create(b, loc, r, safeY), r);
   else
-    result = arith::SelectOp::create(
-        b, loc, adjust, arith::SubIOp::create(b, loc, q, one), q);
+    result = arith::SelectOp::create(b, loc, adjust,
+                                     arith::SubIOp::create(b, loc, q, one), q);
   return arith::SelectOp::create(b, loc, yZero, zero, result);
 }
 
@@ -301,9 +304,9 @@ static Value intPow(OpBuilder &b, Location loc, Value base, Value exp) {
       },
       [&](OpBuilder &b, Location loc, ValueRange args) {
         Value acc = args[0], sq = args[1], e = args[2];
-        Value bit = arith::CmpIOp::create(
-            b, loc, arith::CmpIPredicate::ne,
-            arith::AndIOp::create(b, loc, e, one), zero);
+        Value bit =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                  arith::AndIOp::create(b, loc, e, one), zero);
         Value acc2 = arith::SelectOp::create(
             b, loc, bit, arith::MulIOp::create(b, loc, acc, sq), acc);
         Value sq2 = arith::MulIOp::create(b, loc, sq, sq);
@@ -311,9 +314,9 @@ static Value intPow(OpBuilder &b, Location loc, Value base, Value exp) {
         scf::YieldOp::create(b, loc, ValueRange{acc2, sq2, e2});
       });
   Value positive = loop.getResult(0);
-  Value odd = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                                    arith::AndIOp::create(b, loc, exp, one),
-                                    zero);
+  Value odd =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                            arith::AndIOp::create(b, loc, exp, one), zero);
   Value baseOne =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, base, one);
   Value baseMinusOne =
@@ -395,17 +398,14 @@ Value emitCompare(OpBuilder &b, Location loc, StringRef op, ElementType t,
                                  widen(b, loc, t, y));
   }
   bool u = t == ElementType::I1; // false < true
-  auto pred = llvm::StringSwitch<arith::CmpIPredicate>(op)
-                  .Case("eq", arith::CmpIPredicate::eq)
-                  .Case("ne", arith::CmpIPredicate::ne)
-                  .Case("lt", u ? arith::CmpIPredicate::ult
-                                : arith::CmpIPredicate::slt)
-                  .Case("le", u ? arith::CmpIPredicate::ule
-                                : arith::CmpIPredicate::sle)
-                  .Case("gt", u ? arith::CmpIPredicate::ugt
-                                : arith::CmpIPredicate::sgt)
-                  .Default(u ? arith::CmpIPredicate::uge
-                             : arith::CmpIPredicate::sge);
+  auto pred =
+      llvm::StringSwitch<arith::CmpIPredicate>(op)
+          .Case("eq", arith::CmpIPredicate::eq)
+          .Case("ne", arith::CmpIPredicate::ne)
+          .Case("lt", u ? arith::CmpIPredicate::ult : arith::CmpIPredicate::slt)
+          .Case("le", u ? arith::CmpIPredicate::ule : arith::CmpIPredicate::sle)
+          .Case("gt", u ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::sgt)
+          .Default(u ? arith::CmpIPredicate::uge : arith::CmpIPredicate::sge);
   return arith::CmpIOp::create(b, loc, pred, x, y);
 }
 
@@ -425,15 +425,16 @@ static Value floatToInt(OpBuilder &b, Location loc, Value v, Type it) {
   Value isNan = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, v, v);
   Value tooHigh =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, v, hi);
-  Value tooLow = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE, v, lo);
+  Value tooLow =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE, v, lo);
   Value bad = arith::OrIOp::create(
       b, loc, isNan, arith::OrIOp::create(b, loc, tooHigh, tooLow));
   Value safe =
       arith::SelectOp::create(b, loc, bad, constFloat(b, loc, ft, 0.0), v);
   Value r = arith::FPToSIOp::create(b, loc, it, safe);
   r = arith::SelectOp::create(
-      b, loc, tooHigh,
-      constAPInt(b, loc, it, APInt::getSignedMaxValue(width)), r);
+      b, loc, tooHigh, constAPInt(b, loc, it, APInt::getSignedMaxValue(width)),
+      r);
   r = arith::SelectOp::create(
       b, loc, tooLow, constAPInt(b, loc, it, APInt::getSignedMinValue(width)),
       r);
@@ -457,9 +458,9 @@ static Value f64ToBF16(OpBuilder &b, Location loc, Value x) {
                                      arith::AndIOp::create(b, loc, bits, one),
                                      constInt(b, loc, i32, 0));
   // The other neighbour of x: one step toward x in magnitude.
-  Value tooBig = arith::CmpFOp::create(
-      b, loc, arith::CmpFPredicate::OGT, math::AbsFOp::create(b, loc, back),
-      math::AbsFOp::create(b, loc, x));
+  Value tooBig = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                       math::AbsFOp::create(b, loc, back),
+                                       math::AbsFOp::create(b, loc, x));
   Value other = arith::SelectOp::create(
       b, loc, tooBig, arith::SubIOp::create(b, loc, bits, one),
       arith::AddIOp::create(b, loc, bits, one));
@@ -498,9 +499,8 @@ static Value intToBF16(OpBuilder &b, Location loc, Value x) {
   Value shift = arith::MaxSIOp::create(
       b, loc, arith::SubIOp::create(b, loc, bitsUsed, constInt(b, loc, it, 24)),
       zero);
-  Value mask =
-      arith::SubIOp::create(b, loc, arith::ShLIOp::create(b, loc, one, shift),
-                            one);
+  Value mask = arith::SubIOp::create(
+      b, loc, arith::ShLIOp::create(b, loc, one, shift), one);
   Value low = arith::AndIOp::create(b, loc, mag, mask);
   Value sticky = arith::ExtUIOp::create(
       b, loc, it,
@@ -599,8 +599,7 @@ Value emitReductionInit(OpBuilder &b, Location loc, StringRef kind,
   }
   unsigned width = type.getIntOrFloatBitWidth();
   if (t == ElementType::I1)
-    return constInt(b, loc, type,
-                    (kind == "min" || kind == "prod") ? 1 : 0);
+    return constInt(b, loc, type, (kind == "min" || kind == "prod") ? 1 : 0);
   if (kind == "sum")
     return constInt(b, loc, type, 0);
   if (kind == "prod")

@@ -9,7 +9,7 @@
 //   convert-linalg-to-loops, expand-strided-metadata, lower-affine,
 //   convert-scf-to-cf, canonicalize + cse               (cleanup at -O1+)
 //   convert-math-to-llvm, convert-math-to-libm          (erf & co. via libm)
-//   kina-lower-to-llvm, reconcile-unrealized-casts
+//   kina-lower-to-llvm, reconcile-unrealized-casts, kina-internalize
 //
 // Passes are added to the module-anchored pass manager directly (see
 // toolchain-facts.md: a nested "builtin.module(...)" silently matches
@@ -47,7 +47,8 @@ LogicalResult lowerToLLVMDialect(ModuleOp module, const Module &kinaModule,
   for (auto func : module.getOps<func::FuncOp>())
     if (!func.isExternal())
       for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-        func.setArgAttr(i, bufferization::BufferizationDialect::kWritableAttrName,
+        func.setArgAttr(i,
+                        bufferization::BufferizationDialect::kWritableAttrName,
                         BoolAttr::get(ctx, false));
 
   PassManager pm(ctx);
@@ -82,6 +83,7 @@ LogicalResult lowerToLLVMDialect(ModuleOp module, const Module &kinaModule,
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createLowerToLLVMPass(kHostAllocFunction));
   pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createInternalizePass(&kinaModule, options.symbolPrefix));
   return pm.run(module);
 }
 

@@ -24,7 +24,7 @@ FrontendTest::FrontendTest() {
   handler = std::make_unique<mlir::ScopedDiagnosticHandler>(
       &ctx, [this](mlir::Diagnostic &d) {
         const char *sev =
-            d.getSeverity() == mlir::DiagnosticSeverity::Error ? "error"
+            d.getSeverity() == mlir::DiagnosticSeverity::Error  ? "error"
             : d.getSeverity() == mlir::DiagnosticSeverity::Note ? "note"
                                                                 : "other";
         diags.push_back(formatLoc(d.getLocation()) + ": " + sev + ": " +
@@ -77,8 +77,8 @@ std::string FrontendTest::typeOf(const std::string &params,
       break;
   }
   std::string firstType = params.substr(typeStart, typeEnd - typeStart);
-  std::string src = "func @f(" + params + ") -> " + firstType + " {\n" +
-                    body + "\n  return " + first + "\n}\n";
+  std::string src = "func @f(" + params + ") -> " + firstType + " {\n" + body +
+                    "\n  return " + first + "\n}\n";
   diags.clear();
   messages.clear();
   std::optional<Module> m = check(src);

@@ -6,8 +6,8 @@
 // including the cap on errors for binary input.
 //
 //===----------------------------------------------------------------------===//
-#include "FrontendTestUtil.h"
 #include "Lexer.h"
+#include "FrontendTestUtil.h"
 
 #include <cmath>
 
@@ -160,6 +160,19 @@ TEST_F(LexerTest, ControlAndNonAsciiCharacters) {
   EXPECT_EQ(allDiags(), "t.kir:1:4: error: unexpected character U+0000\n"
                         "t.kir:2:4: error: unexpected character U+00E9\n"
                         "t.kir:2:7: error: unexpected character '$'\n");
+}
+
+TEST_F(LexerTest, ByteOrderMarkAndCrLf) {
+  auto t = lexAll("\xEF\xBB\xBF%a\r\n%b # c\r\n");
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[0].value, "a");
+  EXPECT_EQ(t[0].col, 4u);
+  EXPECT_TRUE(t[0].startsLine);
+  EXPECT_EQ(t[1].value, "b");
+  EXPECT_EQ(t[1].line, 2u);
+  EXPECT_EQ(errorCount(), 0u);
+  lexAll("%a \xEF\xBB\xBF");
+  EXPECT_EQ(allDiags(), "t.kir:1:4: error: unexpected character U+FEFF\n");
 }
 
 TEST_F(LexerTest, BinaryInputStopsAfterAFewErrors) {

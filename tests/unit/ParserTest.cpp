@@ -239,7 +239,8 @@ func @g(%x: f33) -> f32 {
 
 TEST_F(ParserTest, LineBreaks) {
   // Calls, attributes and dense literals may span lines.
-  std::optional<Module> m = parse(R"(func @f(%x: f32[4], %w: f32[4, 4]) -> f32[4] {
+  std::optional<Module> m =
+      parse(R"(func @f(%x: f32[4], %w: f32[4, 4]) -> f32[4] {
   %c = constant dense<[[1.0, 2.0],
                        [3.0, 4.0]]> : f32[2, 2]
   %s = slice %x {start = [0],

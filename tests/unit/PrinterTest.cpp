@@ -8,8 +8,8 @@
 // used by the printer, checked to read back exactly through the lexer.
 //
 //===----------------------------------------------------------------------===//
-#include "FrontendTestUtil.h"
 #include "Format.h"
+#include "FrontendTestUtil.h"
 #include "Lexer.h"
 
 #include <cmath>
@@ -179,9 +179,13 @@ TEST_F(PrinterTest, FloatSpellings) {
 
 TEST_F(PrinterTest, FloatSpellingsReadBackExactly) {
   std::mt19937_64 rng(42);
-  std::vector<double> values = {5e-324, 2.2250738585072014e-308,
-                                1.7976931348623157e308, 3.4028234663852886e38,
-                                6.103515625e-05, 65504.0, 1.0 / 3.0};
+  std::vector<double> values = {5e-324,
+                                2.2250738585072014e-308,
+                                1.7976931348623157e308,
+                                3.4028234663852886e38,
+                                6.103515625e-05,
+                                65504.0,
+                                1.0 / 3.0};
   for (int i = 0; i < 2000; ++i) {
     uint64_t bits = rng();
     double d;

@@ -18,9 +18,9 @@ using SemaTest = FrontendTest;
 
 TEST_F(SemaTest, UnaryOps) {
   EXPECT_EQ(typeOf("%x: f32[N, 4]", "%r = relu %x", "%r"), "f32[N, 4]");
-  EXPECT_EQ(typeOf("%x: bf16[?]", "%r = gelu %x {approximate = \"tanh\"}",
-                   "%r"),
-            "bf16[?]");
+  EXPECT_EQ(
+      typeOf("%x: bf16[?]", "%r = gelu %x {approximate = \"tanh\"}", "%r"),
+      "bf16[?]");
   EXPECT_EQ(typeOf("%x: i32[3]", "%r = neg %x", "%r"), "i32[3]");
   EXPECT_EQ(typeOf("%x: i8[3]", "%r = abs %x", "%r"), "i8[3]");
   EXPECT_EQ(typeOf("%x: i1[3]", "%r = not %x", "%r"), "i1[3]");
@@ -32,8 +32,7 @@ TEST_F(SemaTest, UnaryOps) {
   EXPECT_EQ(typeOf("%x: i1[4]", "%r = neg %x", "%r"),
             "error: 'neg' expects a float or integer tensor, found i1[4] (use "
             "'not' on i1)");
-  EXPECT_EQ(typeOf("%x: f32[4]", "%r = gelu %x {approximate = \"fast\"}",
-                   "%r"),
+  EXPECT_EQ(typeOf("%x: f32[4]", "%r = gelu %x {approximate = \"fast\"}", "%r"),
             "error: 'gelu' approximate must be \"none\" or \"tanh\", found "
             "\"fast\"");
 }
@@ -55,8 +54,7 @@ TEST_F(SemaTest, BroadcastingOfDims) {
             "f32[0]");
   EXPECT_EQ(typeOf("%x: f32[], %y: f32[2, 3]", "%r = mod %x, %y", "%r"),
             "f32[2, 3]");
-  EXPECT_EQ(typeOf("%x: f32[2, 1, 5], %y: f32[7, 1]", "%r = add %x, %y",
-                   "%r"),
+  EXPECT_EQ(typeOf("%x: f32[2, 1, 5], %y: f32[7, 1]", "%r = add %x, %y", "%r"),
             "f32[2, 7, 5]");
   EXPECT_EQ(typeOf("%x: f32[2, 3], %y: f32[3, 3]", "%r = add %x, %y", "%r"),
             "error: 'add' operands f32[2, 3] and f32[3, 3] do not broadcast "
@@ -67,11 +65,17 @@ TEST_F(SemaTest, BinaryElementTypes) {
   EXPECT_EQ(typeOf("%x: f32[4], %i: i32[4]", "%r = add %x, %i", "%r"),
             "error: 'add' operands must have the same element type, found "
             "f32[4] and i32[4] (use 'cast')");
-  EXPECT_EQ(typeOf("%b: i1[4], %c: i1[4]", "%r = add %b, %c", "%r"),
-            "error: 'add' does not take i1 operands, found i1[4] and i1[4] "
-            "(use max/min for or/and, or 'cast')");
-  EXPECT_EQ(typeOf("%b: i1[4], %c: i1[4]", "%r = max %b, %c", "%r"),
-            "i1[4]");
+  EXPECT_EQ(typeOf("%b: i1[4], %c: i1[4]", "%r = sub %b, %c", "%r"),
+            "error: 'sub' does not take i1 operands, found i1[4] and i1[4] "
+            "(on i1, add/max is or, mul/min is and; or 'cast')");
+  EXPECT_EQ(typeOf("%b: i1[4], %c: i1[4]", "%r = pow %b, %c", "%r"),
+            "error: 'pow' does not take i1 operands, found i1[4] and i1[4] "
+            "(on i1, add/max is or, mul/min is and; or 'cast')");
+  for (const char *op : {"add", "mul", "max", "min"})
+    EXPECT_EQ(typeOf("%b: i1[4], %c: i1[4]",
+                     std::string("%r = ") + op + " %b, %c", "%r"),
+              "i1[4]")
+        << op;
   EXPECT_EQ(typeOf("%i: i64[2]", "%r = div %i, %i", "%r"), "i64[2]");
 }
 
@@ -128,7 +132,8 @@ TEST_F(SemaTest, CompareSelectCast) {
             "the integer 3");
 }
 
-// --- Constants and iota -------------------------------------------------------
+// --- Constants and iota
+// -------------------------------------------------------
 
 TEST_F(SemaTest, Constants) {
   EXPECT_EQ(typeOf("%x: f32[N]", "%r = constant 0.5 : f32", "%r"), "f32[]");
@@ -148,12 +153,12 @@ TEST_F(SemaTest, Constants) {
                    "%r = constant dense<[[1, 2], [3]]> : i32[2, 2]", "%r"),
             "error: dense literal is not rectangular: expected 2 elements, "
             "found 1");
-  EXPECT_EQ(typeOf("%x: f32[N]", "%r = constant dense<[1, 2, 3]> : i32[2]",
-                   "%r"),
-            "error: dense literal has shape [3], but the type is i32[2]");
-  EXPECT_EQ(typeOf("%x: f32[N]", "%r = constant dense<[1, 2.5]> : i32[2]",
-                   "%r"),
-            "error: literal 2.5 is not exactly representable in i32");
+  EXPECT_EQ(
+      typeOf("%x: f32[N]", "%r = constant dense<[1, 2, 3]> : i32[2]", "%r"),
+      "error: dense literal has shape [3], but the type is i32[2]");
+  EXPECT_EQ(
+      typeOf("%x: f32[N]", "%r = constant dense<[1, 2.5]> : i32[2]", "%r"),
+      "error: literal 2.5 is not exactly representable in i32");
   EXPECT_EQ(typeOf("%x: f32[N]", "%r = constant 0.0 : f32[?]", "%r"),
             "error: the type f32[?] of 'constant' must not have '?' dims");
   EXPECT_EQ(typeOf("%x: f32[N]", "%r = constant 0.0 : f32[K]", "%r"),
@@ -181,33 +186,31 @@ TEST_F(SemaTest, Iota) {
             "i1, found i1[8]");
 }
 
-// --- matmul -------------------------------------------------------------------
+// --- matmul
+// -------------------------------------------------------------------
 
 TEST_F(SemaTest, Matmul) {
-  EXPECT_EQ(typeOf("%a: f32[N, 64], %b: f32[64, 32]", "%r = matmul %a, %b",
-                   "%r"),
-            "f32[N, 32]");
+  EXPECT_EQ(
+      typeOf("%a: f32[N, 64], %b: f32[64, 32]", "%r = matmul %a, %b", "%r"),
+      "f32[N, 32]");
   EXPECT_EQ(typeOf("%a: f32[2, 1, 3, 4], %b: f32[5, 4, 6]",
                    "%r = matmul %a, %b", "%r"),
             "f32[2, 5, 3, 6]");
-  EXPECT_EQ(typeOf("%a: f32[4], %b: f32[B, 4, 5]", "%r = matmul %a, %b",
-                   "%r"),
+  EXPECT_EQ(typeOf("%a: f32[4], %b: f32[B, 4, 5]", "%r = matmul %a, %b", "%r"),
             "f32[B, 5]");
   EXPECT_EQ(typeOf("%a: f32[3, K], %b: f32[K]", "%r = matmul %a, %b", "%r"),
             "f32[3]");
   EXPECT_EQ(typeOf("%a: f32[4], %b: f32[?]", "%r = matmul %a, %b", "%r"),
             "f32[]");
-  EXPECT_EQ(typeOf("%a: f32[2, 0], %b: f32[0, 3]", "%r = matmul %a, %b",
-                   "%r"),
+  EXPECT_EQ(typeOf("%a: f32[2, 0], %b: f32[0, 3]", "%r = matmul %a, %b", "%r"),
             "f32[2, 3]");
-  EXPECT_EQ(typeOf("%a: f32[2, 3], %b: f32[4, 5]", "%r = matmul %a, %b",
-                   "%r"),
+  EXPECT_EQ(typeOf("%a: f32[2, 3], %b: f32[4, 5]", "%r = matmul %a, %b", "%r"),
             "error: 'matmul' contraction dims differ: f32[2, 3] x f32[4, 5] "
             "(3 vs 4)");
-  EXPECT_EQ(typeOf("%a: f32[2, 1, 3], %b: f32[3, 3, 5]",
-                   "%r = matmul %a, %b", "%r"),
-            "error: 'matmul' batch dims of f32[2, 1, 3] and f32[3, 3, 5] do "
-            "not broadcast");
+  EXPECT_EQ(
+      typeOf("%a: f32[2, 1, 3], %b: f32[3, 3, 5]", "%r = matmul %a, %b", "%r"),
+      "error: 'matmul' batch dims of f32[2, 1, 3] and f32[3, 3, 5] do "
+      "not broadcast");
   EXPECT_EQ(typeOf("%a: f32[], %b: f32[3]", "%r = matmul %a, %b", "%r"),
             "error: 'matmul' operands must have rank >= 1, found f32[] and "
             "f32[3] (use 'mul')");
@@ -216,50 +219,46 @@ TEST_F(SemaTest, Matmul) {
             "literal 2.0");
 }
 
-// --- Layout -------------------------------------------------------------------
+// --- Layout
+// -------------------------------------------------------------------
 
 TEST_F(SemaTest, Transpose) {
-  EXPECT_EQ(typeOf("%x: f32[N, 3, 5]", "%r = transpose %x {perm = [2, 0, 1]}",
-                   "%r"),
-            "f32[5, N, 3]");
-  EXPECT_EQ(typeOf("%x: f32[N, 3]", "%r = transpose %x {perm = [-1, -2]}",
-                   "%r"),
-            "f32[3, N]");
+  EXPECT_EQ(
+      typeOf("%x: f32[N, 3, 5]", "%r = transpose %x {perm = [2, 0, 1]}", "%r"),
+      "f32[5, N, 3]");
+  EXPECT_EQ(
+      typeOf("%x: f32[N, 3]", "%r = transpose %x {perm = [-1, -2]}", "%r"),
+      "f32[3, N]");
   EXPECT_EQ(typeOf("%x: f32[N, 3, 5]", "%r = transpose %x", "%r"),
             "f32[5, 3, N]");
-  EXPECT_EQ(typeOf("%x: f32[N, 3]", "%r = transpose %x {perm = [0, 0]}",
-                   "%r"),
+  EXPECT_EQ(typeOf("%x: f32[N, 3]", "%r = transpose %x {perm = [0, 0]}", "%r"),
             "error: 'transpose' perm [0, 0] is not a permutation: axis 0 "
             "appears twice");
-  EXPECT_EQ(typeOf("%x: f32[N, 3]", "%r = transpose %x {perm = [1, 0, 2]}",
-                   "%r"),
-            "error: 'transpose' perm [1, 0, 2] has 3 entries, but the operand "
-            "f32[N, 3] has rank 2");
+  EXPECT_EQ(
+      typeOf("%x: f32[N, 3]", "%r = transpose %x {perm = [1, 0, 2]}", "%r"),
+      "error: 'transpose' perm [1, 0, 2] has 3 entries, but the operand "
+      "f32[N, 3] has rank 2");
 }
 
 TEST_F(SemaTest, Reshape) {
-  EXPECT_EQ(typeOf("%x: f32[N, 64]", "%r = reshape %x {shape = [N, 8, 8]}",
-                   "%r"),
-            "f32[N, 8, 8]");
-  EXPECT_EQ(typeOf("%x: f32[N, 64]", "%r = reshape %x {shape = [N, -1]}",
-                   "%r"),
+  EXPECT_EQ(
+      typeOf("%x: f32[N, 64]", "%r = reshape %x {shape = [N, 8, 8]}", "%r"),
+      "f32[N, 8, 8]");
+  EXPECT_EQ(typeOf("%x: f32[N, 64]", "%r = reshape %x {shape = [N, -1]}", "%r"),
             "f32[N, 64]");
   EXPECT_EQ(typeOf("%x: f32[2, 3]", "%r = reshape %x {shape = [-1]}", "%r"),
             "f32[6]");
-  EXPECT_EQ(typeOf("%x: f32[?, 4]", "%r = reshape %x {shape = [-1, 2]}",
-                   "%r"),
+  EXPECT_EQ(typeOf("%x: f32[?, 4]", "%r = reshape %x {shape = [-1, 2]}", "%r"),
             "f32[?, 2]");
   EXPECT_EQ(typeOf("%x: f32[N, M]", "%r = reshape %x {shape = [-1]}", "%r"),
             "f32[?]");
   EXPECT_EQ(typeOf("%x: f32[2, 3]", "%r = reshape %x {shape = [4, 2]}", "%r"),
             "error: 'reshape' cannot turn f32[2, 3] into f32[4, 2]: the "
             "element counts differ");
-  EXPECT_EQ(typeOf("%x: f32[2, 3]", "%r = reshape %x {shape = [-1, 4]}",
-                   "%r"),
+  EXPECT_EQ(typeOf("%x: f32[2, 3]", "%r = reshape %x {shape = [-1, 4]}", "%r"),
             "error: 'reshape' cannot turn f32[2, 3] into shape f32[?, 4] with "
             "-1: the other sizes do not divide the element count");
-  EXPECT_EQ(typeOf("%x: f32[2, 3]", "%r = reshape %x {shape = [-1, -1]}",
-                   "%r"),
+  EXPECT_EQ(typeOf("%x: f32[2, 3]", "%r = reshape %x {shape = [-1, -1]}", "%r"),
             "error: 'reshape' shape may hold only one -1");
   EXPECT_EQ(typeOf("%x: f32[N, 3]", "%r = reshape %x {shape = [K, 3]}", "%r"),
             "error: 'reshape' shape uses 'K', which is not a symbolic dim of "
@@ -277,23 +276,20 @@ TEST_F(SemaTest, BroadcastTo) {
   EXPECT_EQ(typeOf("%x: f32[3], %n: f32[N]",
                    "%r = broadcast_to %x {shape = [N, 3]}", "%r"),
             "f32[N, 3]");
-  EXPECT_EQ(typeOf("%x: f32[3]", "%r = broadcast_to %x {shape = [N, 3]}",
-                   "%r"),
+  EXPECT_EQ(typeOf("%x: f32[3]", "%r = broadcast_to %x {shape = [N, 3]}", "%r"),
             "error: 'broadcast_to' shape uses 'N', which is not a symbolic dim "
             "of @f's parameters");
-  EXPECT_EQ(typeOf("%x: f32[1, ?]", "%r = broadcast_to %x {shape = [4, 5]}",
-                   "%r"),
-            "f32[4, 5]");
-  EXPECT_EQ(typeOf("%x: f32[2]", "%r = broadcast_to %x {shape = [4, 3]}",
-                   "%r"),
+  EXPECT_EQ(
+      typeOf("%x: f32[1, ?]", "%r = broadcast_to %x {shape = [4, 5]}", "%r"),
+      "f32[4, 5]");
+  EXPECT_EQ(typeOf("%x: f32[2]", "%r = broadcast_to %x {shape = [4, 3]}", "%r"),
             "error: 'broadcast_to' cannot broadcast f32[2] to f32[4, 3] (dim "
             "0: 2 vs 3)");
-  EXPECT_EQ(typeOf("%x: f32[2, 2]", "%r = broadcast_to %x {shape = [2]}",
-                   "%r"),
+  EXPECT_EQ(typeOf("%x: f32[2, 2]", "%r = broadcast_to %x {shape = [2]}", "%r"),
             "error: 'broadcast_to' cannot lower the rank: f32[2, 2] to f32[2]");
-  EXPECT_EQ(typeOf("%x: f32[2]", "%r = broadcast_to %x {shape = [-1, 2]}",
-                   "%r"),
-            "error: 'broadcast_to' shape entry -1 is negative");
+  EXPECT_EQ(
+      typeOf("%x: f32[2]", "%r = broadcast_to %x {shape = [-1, 2]}", "%r"),
+      "error: 'broadcast_to' shape entry -1 is negative");
 }
 
 TEST_F(SemaTest, Concat) {
@@ -303,8 +299,7 @@ TEST_F(SemaTest, Concat) {
   EXPECT_EQ(typeOf("%a: f32[?, 4], %b: f32[2, 4]",
                    "%r = concat %a, %b, %b {axis = -2}", "%r"),
             "f32[?, 4]");
-  EXPECT_EQ(typeOf("%a: f32[2, ?], %b: f32[3, 4]", "%r = concat %a, %b",
-                   "%r"),
+  EXPECT_EQ(typeOf("%a: f32[2, ?], %b: f32[3, 4]", "%r = concat %a, %b", "%r"),
             "f32[5, 4]");
   EXPECT_EQ(typeOf("%a: f32[2, 4]", "%r = concat %a {axis = 1}", "%r"),
             "f32[2, 4]");
@@ -341,20 +336,18 @@ TEST_F(SemaTest, Slice) {
                    "%r"),
             "f32[N, 3]");
   EXPECT_EQ(typeOf("%x: f32[10]",
-                   "%r = slice %x {start = [0], stop = [5], step = [0]}",
-                   "%r"),
+                   "%r = slice %x {start = [0], stop = [5], step = [0]}", "%r"),
             "error: 'slice' step must not be 0 (dim 0)");
   EXPECT_EQ(typeOf("%x: f32[10]", "%r = slice %x {start = [0]}", "%r"),
             "error: 'slice' needs the attribute 'stop' (a list of integers)");
-  EXPECT_EQ(typeOf("%x: f32[10]", "%r = slice %x {start = [0, 0], stop = [1]}",
-                   "%r"),
-            "error: 'slice' start has 2 entries, but the operand f32[10] has "
-            "rank 1");
+  EXPECT_EQ(
+      typeOf("%x: f32[10]", "%r = slice %x {start = [0, 0], stop = [1]}", "%r"),
+      "error: 'slice' start has 2 entries, but the operand f32[10] has "
+      "rank 1");
 }
 
 TEST_F(SemaTest, Gather) {
-  EXPECT_EQ(typeOf("%t: f32[V, D], %i: i64[B, S]", "%r = gather %t, %i",
-                   "%r"),
+  EXPECT_EQ(typeOf("%t: f32[V, D], %i: i64[B, S]", "%r = gather %t, %i", "%r"),
             "f32[B, S, D]");
   EXPECT_EQ(typeOf("%t: f32[V, D], %i: i32[B]",
                    "%r = gather %t, %i {axis = -1}", "%r"),
@@ -366,11 +359,11 @@ TEST_F(SemaTest, Gather) {
             "error: 'gather' indices must be i32 or i64, found f32[B]");
 }
 
-// --- Reductions and normalisation ---------------------------------------------
+// --- Reductions and normalisation
+// ---------------------------------------------
 
 TEST_F(SemaTest, Reductions) {
-  EXPECT_EQ(typeOf("%x: f32[N, 4, 5]", "%r = reduce_sum %x {axes = [1]}",
-                   "%r"),
+  EXPECT_EQ(typeOf("%x: f32[N, 4, 5]", "%r = reduce_sum %x {axes = [1]}", "%r"),
             "f32[N, 5]");
   EXPECT_EQ(typeOf("%x: f32[N, 4, 5]",
                    "%r = reduce_mean %x {axes = [1, -1], keepdims = true}",
@@ -385,9 +378,9 @@ TEST_F(SemaTest, Reductions) {
             "i1[N]");
   EXPECT_EQ(typeOf("%x: f32[3, 0]", "%r = reduce_sum %x {axes = [1]}", "%r"),
             "f32[3]");
-  EXPECT_EQ(typeOf("%x: f32[N, 4]", "%r = reduce_sum %x {axes = [1, -1]}",
-                   "%r"),
-            "error: 'reduce_sum' axes name axis 1 twice");
+  EXPECT_EQ(
+      typeOf("%x: f32[N, 4]", "%r = reduce_sum %x {axes = [1, -1]}", "%r"),
+      "error: 'reduce_sum' axes name axis 1 twice");
   EXPECT_EQ(typeOf("%x: f32[N, 4]", "%r = reduce_sum %x {axes = [2]}", "%r"),
             "error: 'reduce_sum' axis 2 is out of range for f32[N, 4]");
   EXPECT_EQ(typeOf("%x: i32[4]", "%r = reduce_mean %x", "%r"),
@@ -477,7 +470,8 @@ TEST_F(SemaTest, DefaultAttributesAreAddedAndMarked) {
   EXPECT_EQ(b[4].attr("step")->value.elements[1].intValue, 1);
 }
 
-// --- Attributes and operand counts ----------------------------------------------
+// --- Attributes and operand counts
+// ----------------------------------------------
 
 TEST_F(SemaTest, AttributeErrors) {
   EXPECT_EQ(typeOf("%x: f32[4]", "%r = relu %x {axis = 0}", "%r"),
@@ -494,7 +488,8 @@ TEST_F(SemaTest, AttributeErrors) {
             "error: unknown operation 'frobnicate'");
 }
 
-// --- Names, annotations, no cascades --------------------------------------------
+// --- Names, annotations, no cascades
+// --------------------------------------------
 
 TEST_F(SemaTest, UndefinedUseBeforeDefinitionAndRedefinition) {
   EXPECT_FALSE(check(R"(func @f(%x: f32[4]) -> f32[4] {
@@ -505,14 +500,13 @@ TEST_F(SemaTest, UndefinedUseBeforeDefinitionAndRedefinition) {
   return %a
 }
 )"));
-  EXPECT_EQ(allDiags(),
-            "t.kir:2:16: error: use of %b before its definition\n"
-            "t.kir:3:3: note: %b is defined here\n"
-            "t.kir:3:12: error: use of undefined value %q\n"
-            "t.kir:4:3: error: redefinition of %x\n"
-            "t.kir:1:9: note: previous definition of %x is here\n"
-            "t.kir:5:3: error: redefinition of %a\n"
-            "t.kir:2:3: note: previous definition of %a is here\n");
+  EXPECT_EQ(allDiags(), "t.kir:2:16: error: use of %b before its definition\n"
+                        "t.kir:3:3: note: %b is defined here\n"
+                        "t.kir:3:12: error: use of undefined value %q\n"
+                        "t.kir:4:3: error: redefinition of %x\n"
+                        "t.kir:1:9: note: previous definition of %x is here\n"
+                        "t.kir:5:3: error: redefinition of %a\n"
+                        "t.kir:2:3: note: previous definition of %a is here\n");
 }
 
 TEST_F(SemaTest, ErrorsDoNotCascade) {
@@ -533,7 +527,8 @@ TEST_F(SemaTest, ErrorsDoNotCascade) {
 
 TEST_F(SemaTest, Annotations) {
   // An annotation may refine `?`; inferredTypes keeps the type before it.
-  std::optional<Module> m = check(R"(func @f(%x: f32[?, 4], %y: f32[N]) -> f32[N] {
+  std::optional<Module> m =
+      check(R"(func @f(%x: f32[?, 4], %y: f32[N]) -> f32[N] {
   %a = relu %x : f32[8, 4]
   %b = relu %x : f32[M, ?]
   %c = relu %y : f32[?]
@@ -580,10 +575,12 @@ func @h(%x: f32[?]) -> f32[4] {
             "values\n");
 }
 
-// --- Calls ----------------------------------------------------------------------
+// --- Calls
+// ----------------------------------------------------------------------
 
 TEST_F(SemaTest, Calls) {
-  const char *src = R"(private func @lin(%x: f32[B, K], %w: f32[K, O]) -> (f32[B, O], f32[R]) {
+  const char *src =
+      R"(private func @lin(%x: f32[B, K], %w: f32[K, O]) -> (f32[B, O], f32[R]) {
   %y = matmul %x, %w
   %r = reshape %y {shape = [-1]}
   return %y, %r
@@ -656,7 +653,8 @@ func @c(%x: f32) -> f32 {
             "(version 0 has no control flow, so it could not end)\n");
 }
 
-// --- Functions --------------------------------------------------------------------
+// --- Functions
+// --------------------------------------------------------------------
 
 TEST_F(SemaTest, FunctionNamesAndRuntimeCollisions) {
   EXPECT_FALSE(check(R"(func @f(%x: f32) -> f32 {
@@ -773,6 +771,21 @@ func @f(%x: f32[N, 4], %i: i64[3], %c: i1[N, 4]) -> f32[N, 4] {
   EXPECT_EQ(b[6].operands[0].type->str(), "i8[3]");
   EXPECT_EQ(b[7].operands[1].type->str(), "f32[]");
   EXPECT_EQ(b[7].resultTypes[0].str(), "f32[N]");
+}
+
+TEST_F(SemaTest, ExportedNamesAreCIdentifiers) {
+  EXPECT_FALSE(check(R"(private func @helper.v2(%x: f32) -> f32 {
+  return %x
+}
+func @my.fn(%x: f32) -> f32 {
+  %y = call @helper.v2(%x)
+  return %y
+}
+)"));
+  EXPECT_EQ(allDiags(),
+            "t.kir:4:6: error: exported function @my.fn needs a name that is "
+            "a C identifier (letters, digits and '_'), since its entry point "
+            "is 'kina_my.fn'; make it private or rename it\n");
 }
 
 TEST_F(SemaTest, RankAboveMaximumFromInference) {
