@@ -282,6 +282,20 @@ std::optional<std::string> Compilation::run(const std::string &input,
   if (mlir::failed(
           timer.time("sema", [&] { return analyzeModule(module, ctx); })))
     return std::nullopt;
+  if (!opts.symbolPrefix.empty()) {
+    bool collides = false;
+    for (const Function &fn : module.functions)
+      if (!fn.isPrivate &&
+          collidesWithRuntimeSymbol(opts.symbolPrefix + fn.name)) {
+        mlir::emitError(fn.loc)
+            << "with --symbol-prefix=" << opts.symbolPrefix << ", function @"
+            << fn.name << " would export '" << opts.symbolPrefix << fn.name
+            << "', which collides with a runtime C symbol";
+        collides = true;
+      }
+    if (collides)
+      return std::nullopt;
+  }
   if (stage == EmitStage::Kir)
     return printModule(module);
   if (stage == EmitStage::Header)

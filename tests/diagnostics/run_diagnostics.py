@@ -7,7 +7,8 @@ lines:
     # expect: LINE:COL: error: MESSAGE-SUBSTRING
 
 (several `expect` lines for several errors; `# expect-driver: MESSAGE` for an
-error with no place in the source, printed as `kinac: error: ...`). For each
+error with no place in the source, printed as `kinac: error: ...`;
+`# flags: ...` for extra kinac flags). For each
 case the test checks that kinac exits with status 1, prints each expected
 `FILE:LINE:COL: error: ...` (and for located errors the source line and a
 caret), does not crash, writes no output file, leaves an existing output
@@ -73,6 +74,15 @@ def run_case(kinac, workdir, name, args, expects, input_path=None):
     return problems
 
 
+def parse_flags(path):
+    with open(path, "rb") as f:
+        for raw in f.read().split(b"\n"):
+            m = re.match(r"\s*(?:#|//)\s*flags:\s*(.*)$", raw.decode("utf-8", "replace"))
+            if m:
+                return m.group(1).split()
+    return []
+
+
 def parse_expects(path):
     expects = []
     with open(path, "rb") as f:
@@ -126,7 +136,8 @@ def main():
         if not expects:
             results.append((name, ["case has no '# expect:' line"]))
             continue
-        results.append((name, run_case(kinac, args.workdir, name, [path], expects, path)))
+        results.append((name, run_case(kinac, args.workdir, name,
+                                       [path] + parse_flags(path), expects, path)))
 
     failed = 0
     for name, problems in results:
