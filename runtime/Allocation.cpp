@@ -52,7 +52,7 @@ int32_t allocateHost(const std::string &where, int64_t bytes, void *&result) {
                    kHostAlignment * kHostAlignment;
   if (rounded == 0)
     rounded = kHostAlignment;
-  result = std::aligned_alloc(kHostAlignment, rounded);
+  result = kina::rt::hostAllocator().allocate(kHostAlignment, rounded);
   if (!result)
     return fail(KINA_STATUS_RESOURCE_ERROR, where + ": cannot allocate " +
                                                 std::to_string(bytes) +

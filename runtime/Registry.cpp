@@ -7,7 +7,8 @@
 // recorded buffer, runtime_gpu_free_all all of them, and the introspection
 // functions of kina/runtime.h count them. Memory is released outside the lock.
 // The registry object is created on first use and never destroyed, so frees
-// from other static destructors or late threads stay valid.
+// from other static destructors or late threads stay valid. The host
+// allocator is replaceable for fault-injection tests (Registry.h).
 //
 //===----------------------------------------------------------------------===//
 #include "Registry.h"
@@ -15,6 +16,7 @@
 
 #include "kina/runtime.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -49,6 +51,24 @@ Registry &registry() {
 
 namespace kina::rt {
 
+namespace {
+void *defaultAllocate(size_t alignment, size_t bytes) {
+  return std::aligned_alloc(alignment, bytes);
+}
+void defaultRelease(void *pointer) { std::free(pointer); }
+std::atomic<void *(*)(size_t, size_t)> allocateHook{defaultAllocate};
+std::atomic<void (*)(void *)> releaseHook{defaultRelease};
+} // namespace
+
+void setHostAllocatorForTesting(const HostAllocator *allocator) {
+  allocateHook.store(allocator ? allocator->allocate : defaultAllocate);
+  releaseHook.store(allocator ? allocator->release : defaultRelease);
+}
+
+HostAllocator hostAllocator() {
+  return HostAllocator{allocateHook.load(), releaseHook.load()};
+}
+
 void recordBuffer(void *pointer, int64_t bytes, BufferKind kind) {
   Registry &r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
@@ -59,7 +79,7 @@ void recordBuffer(void *pointer, int64_t bytes, BufferKind kind) {
 int32_t releaseMemory(void *pointer, BufferKind kind,
                       const char *where) noexcept {
   if (kind == BufferKind::Host) {
-    std::free(pointer);
+    releaseHook.load()(pointer);
     return KINA_STATUS_SUCCESS;
   }
 #if KINA_HAVE_CUDA

@@ -10,6 +10,7 @@
 #ifndef KINA_RUNTIME_REGISTRY_H
 #define KINA_RUNTIME_REGISTRY_H
 
+#include <cstddef>
 #include <cstdint>
 
 namespace kina::rt {
@@ -24,6 +25,21 @@ enum class BufferKind {
 /// byte count. Throws std::bad_alloc if the map cannot grow; the caller then
 /// still owns the memory and must release it.
 void recordBuffer(void *pointer, int64_t bytes, BufferKind kind);
+
+/// Fault injection for the runtime's own tests (tests/runtime): the host
+/// allocator and deallocator the runtime uses, std::aligned_alloc and
+/// std::free by default. A test installs functions that count calls or
+/// refuse the Nth allocation (so "the system refuses" is deterministic, and
+/// "nothing was allocated" can be checked). Not part of the C ABI; not to be
+/// changed while other threads allocate.
+struct HostAllocator {
+  void *(*allocate)(size_t alignment, size_t bytes);
+  void (*release)(void *pointer);
+};
+/// Installs `allocator` (copied); null restores the defaults.
+void setHostAllocatorForTesting(const HostAllocator *allocator);
+/// The allocator in use.
+HostAllocator hostAllocator();
 
 /// Releases memory of the given kind without touching the registry. Returns 0,
 /// or 3 (recorded with a message naming `where`) if cudaFree failed. Never

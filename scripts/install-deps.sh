@@ -10,11 +10,13 @@ packages=(
   # compiler dependencies
   mlir-22-tools libmlir-22-dev llvm-22-dev llvm-22-tools
   libcli11-dev nlohmann-json3-dev
-  # tests
-  googletest libgtest-dev python3-numpy
+  # tests (valgrind: memcheck over the runtime and compiled entry points)
+  googletest libgtest-dev python3-numpy valgrind
 )
 # Regenerating the digits sample data (not needed to run it).
 if [ "${KINA_WITH_SKLEARN:-0}" = 1 ]; then packages+=(python3-sklearn); fi
+# Fuzzing (scripts/fuzz.sh): clang with libFuzzer and the sanitizer runtimes.
+if [ "${KINA_WITH_FUZZ:-0}" = 1 ]; then packages+=(clang-22 libclang-rt-22-dev); fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,11 +1,30 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is missing, build, run every ctest suite
-# (GoogleTest unit and runtime tests, FileCheck golden tests, end-to-end and
-# bad-input tests, the digits sample).
+# (GoogleTest unit and runtime tests, the runtime's stress and fault tests
+# against its ASan+UBSan and TSan copies and under valgrind, FileCheck golden
+# tests, end-to-end and bad-input tests, fuzz regression replays, the digits
+# sample).
+#
+#   scripts/test.sh             into build/ ($KINA_BUILD_DIR)
+#   scripts/test.sh --sanitize  everything (compiler, runtime, tests) built
+#                               with AddressSanitizer + UndefinedBehaviorSanitizer
+#                               into build-sanitize/, the whole suite run
+#                               under them (docs/reliability.md)
+# Further arguments go to ctest (e.g. -L runtime, -R diagnostics).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+configure=()
 build="${KINA_BUILD_DIR:-$root/build}"
+if [ "${1:-}" = "--sanitize" ]; then
+  shift
+  build="${KINA_BUILD_DIR:-$root/build-sanitize}"
+  configure=(-DKINA_SANITIZE=address,undefined)
+  # Refused huge allocations are a tested status 2, not an ASan abort; LSan
+  # checks every test program at exit.
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-allocator_may_return_null=1:detect_leaks=1}"
+  export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+fi
 "$root/scripts/install-deps.sh"
-KINA_BUILD_DIR="$build" "$root/scripts/build.sh"
+KINA_BUILD_DIR="$build" "$root/scripts/build.sh" "${configure[@]}"
 cd "$build"
-ctest --output-on-failure -j"$(nproc)"
+ctest --output-on-failure -j"$(nproc)" "$@"

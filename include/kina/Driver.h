@@ -5,7 +5,8 @@
 // `kinac a.kir main.c -o app` (compile, then link with the system compiler
 // driver and libkina_runtime.a). The stages are one ordered enum, so each is
 // a place to stop and test: kir, mlir, mlir-llvm, llvm, asm, obj; `header`
-// writes the C header instead.
+// writes the C header instead, `manifest` the JSON signature manifest, and
+// `shared` (or `-shared`) a dlopen-able library with the runtime inside.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KINA_DRIVER_H
@@ -13,8 +14,21 @@
 
 namespace kina {
 
-/// What one run of kinac produces, in pipeline order.
-enum class EmitStage { Kir, Mlir, MlirLLVM, LLVM, Asm, Obj, Header };
+/// What one run of kinac produces, in pipeline order; then the outputs that
+/// are not a pipeline stage: the C header, the JSON signature manifest
+/// (Manifest.h), and a shared library (the object, the manifest and the
+/// runtime, linked with the system compiler driver).
+enum class EmitStage {
+  Kir,
+  Mlir,
+  MlirLLVM,
+  LLVM,
+  Asm,
+  Obj,
+  Header,
+  Manifest,
+  Shared
+};
 
 /// Exit codes of kinac (clang's convention: 0 success, 1 any error).
 enum ExitCode : int { ExitSuccess = 0, ExitFailure = 1 };

@@ -18,15 +18,43 @@
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace kina {
 
+/// Documented limits of the front end (docs/limits.md). Input beyond any of
+/// them is a located error, never a crash, a stack overflow or an unbounded
+/// run; they are far above what a real model needs. The maximum rank, 8
+/// (abi.h's KINA_MAX_RANK), is `kMaxRank` in Shapes.h; a tensor type whose
+/// size in bytes (product of its static dims times the element size) does
+/// not fit in a signed 64-bit integer is an error too.
+namespace limits {
+/// Largest source file, in bytes (16 MiB).
+inline constexpr uint64_t kMaxSourceBytes = 16u << 20;
+/// Longest line, in bytes, newline excluded (64 KiB; a long dense<...>
+/// literal may span lines).
+inline constexpr uint64_t kMaxLineBytes = 64u << 10;
+/// Deepest nesting of `[...]` lists inside a dense<...> literal (a literal
+/// nested deeper could not match a type of rank <= 8 anyway) and inside an
+/// attribute value.
+inline constexpr unsigned kMaxNestingDepth = 8;
+/// Most statements in one function body.
+inline constexpr size_t kMaxStatementsPerFunction = 100000;
+/// Most functions in one module.
+inline constexpr size_t kMaxFunctionsPerModule = 10000;
+/// Most entries of one list: parameters or results of a function, result
+/// names or operands of a statement, values of a `return`.
+inline constexpr size_t kMaxListLength = 4096;
+} // namespace limits
+
 /// Parses the whole of `source` (the text of `filename`) into a Module.
 /// Locations use `filename` as written. Lexical errors (bad bytes, invalid
 /// UTF-8, bad numbers) and syntax errors are reported, with recovery at the
-/// next statement, so one run reports several. Returns failure if any error
-/// was emitted.
+/// next statement, so one run reports several. Input beyond `limits` (file
+/// size, line length, nesting, counts) is an error. Returns failure if any
+/// error was emitted.
 mlir::FailureOr<Module> parseModule(llvm::StringRef source,
                                     llvm::StringRef filename,
                                     mlir::MLIRContext &ctx);
@@ -37,7 +65,10 @@ mlir::FailureOr<Module> parseModule(llvm::StringRef source,
 /// and gives literal operands their element type. Fills
 /// `Statement::resultTypes` and `Operand::type`. Reports every independent
 /// error; returns failure if any was emitted.
-mlir::LogicalResult analyzeModule(Module &module, mlir::MLIRContext &ctx);
+/// `symbolPrefix` (`--symbol-prefix`) is prepended to exported functions'
+/// C symbols when checking them against the runtime's.
+mlir::LogicalResult analyzeModule(Module &module, mlir::MLIRContext &ctx,
+                                  llvm::StringRef symbolPrefix = {});
 
 /// The canonical text of a checked module (`kinac --emit=kir`): module line,
 /// functions separated by one blank line, two-space indentation, every

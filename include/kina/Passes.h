@@ -17,6 +17,7 @@
 #define KINA_PASSES_H
 
 #include "kina/AST.h"
+#include "kina/abi.h"
 
 #include "mlir/Pass/Pass.h"
 
@@ -29,13 +30,26 @@ namespace kina {
 /// MLIRGen and one-shot bufferization produce). See the file comment above.
 std::unique_ptr<mlir::Pass> createBufferOwnershipPass();
 
+/// What an object records about the compiler that wrote it: the string
+/// global `__kina_version_stamp` ("<compiler>, Kina ABI <abiVersion>", seen
+/// by `strings`), and the ABI version each entry passes to the runtime's
+/// `kina_rt_check_version` on its first call (kina/runtime.h).
+struct VersionStamp {
+  /// The KINA_ABI_VERSION (kina/abi.h) the object is compiled for.
+  int32_t abiVersion = KINA_ABI_VERSION;
+  /// The compiler and its version, e.g. "kinac 0.1.0".
+  std::string compiler = "kinac";
+};
+
 /// Adds `func.func @kina_<prefix><fn>(!llvm.ptr..., !llvm.ptr...) -> i32`
 /// for each exported function of `module` (the checked Kina AST gives the
 /// parameter names and symbolic dims, which MLIR types do not carry). Runs
 /// on the bufferized module, after the buffer-ownership pass. `module` must
-/// outlive the pass.
+/// outlive the pass. Each entry checks `stamp` against the runtime once per
+/// process (an internal flag `__kina_version_checked` per object).
 std::unique_ptr<mlir::Pass> createEntryPointsPass(const Module *module,
-                                                  std::string symbolPrefix);
+                                                  std::string symbolPrefix,
+                                                  VersionStamp stamp = {});
 
 /// Lowers arith, math, cf, func, memref, index and ub to the LLVM dialect in
 /// one conversion, with allocations going to the runtime function named

@@ -11,6 +11,7 @@
 #define KINA_PIPELINE_H
 
 #include "kina/AST.h"
+#include "kina/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
@@ -27,6 +28,9 @@ struct PipelineOptions {
   /// `--symbol-prefix`: MLIRGen already applied it to function names; the
   /// entry-point pass needs it to find them.
   std::string symbolPrefix;
+  /// The compiler and ABI version recorded in the object and checked by its
+  /// entries against the runtime's (Passes.h, VersionStamp).
+  VersionStamp stamp;
 };
 
 /// Lowers `module` (MLIRGen's output for `kinaModule`) in place to the LLVM

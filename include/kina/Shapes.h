@@ -26,6 +26,13 @@ namespace kina {
 /// descriptors go up to KinaMemRef8).
 inline constexpr int64_t kMaxRank = 8;
 
+/// True when the product of the static dims of `t` times its element size
+/// in bytes fits in a signed 64-bit integer (`?` and symbolic dims are not
+/// counted: they are checked at run time). A type failing this can never be
+/// allocated (the runtime's allocation returns 1 for it), so the front end
+/// rejects it at compile time.
+bool staticByteSizeFits(const TensorType &t);
+
 /// Spelling of one dim: `4`, `?` or the symbol's name.
 std::string dimToString(const Dim &d);
 

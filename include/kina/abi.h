@@ -32,6 +32,14 @@ typedef int32_t FfiErrorCode;
 #define KINA_STATUS_INTERNAL_ERROR 5
 #define KINA_STATUS_TYPE_ERROR 6
 
+/** Version of this ABI (the contract between kinac-generated code and
+ *  libkina_runtime.a: descriptors, status codes, the runtime functions the
+ *  generated code calls). Raised on every incompatible change. Each object
+ *  kinac writes records the value it was compiled for; its `kina_<fn>`
+ *  entries compare it with the runtime's on their first call
+ *  (kina_rt_check_version in kina/runtime.h) and return 1 when they differ. */
+#define KINA_ABI_VERSION 1
+
 /** Largest tensor rank kinac accepts; KinaMemRef0..KinaMemRef8 exist. */
 #define KINA_MAX_RANK 8
 
@@ -124,7 +132,10 @@ typedef struct KinaMemRef8 {
 } KinaMemRef8;
 
 /** Unranked memref descriptor, the seed's `UnrankedMemRefDescriptor`:
- *  `descriptor` points at a KinaMemRef<rank>. */
+ *  `descriptor` points at a KinaMemRef<rank>. The runtime rejects a rank
+ *  outside 0..KINA_MAX_RANK (status 1), but cannot see a rank that differs
+ *  from the struct's: like the rank of each `kina_<fn>` parameter, which is
+ *  part of its C type (KinaMemRef<R>), it is the caller's to get right. */
 typedef struct KinaUnrankedMemRef {
   int64_t rank;
   void *descriptor;

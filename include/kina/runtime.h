@@ -68,6 +68,24 @@ int32_t kina_rt_fail(int32_t status, const char *message);
 int32_t kina_rt_shape_error(const char *message_template, int64_t first,
                             int64_t second);
 
+/** Called by the `kina_<fn>` entries of generated code on their calls until
+ *  it first returns 0 in the process (after kina_rt_begin_call and zeroing
+ *  the results): compares `abi_version`, the KINA_ABI_VERSION the object was
+ *  compiled for, with the runtime's own. Returns 0 when they are equal;
+ *  only the ABI version decides, not the kinac versions. Otherwise records
+ *  status 1 (Validation Error) with a message naming `entry` (the calling
+ *  entry, e.g. "kina_forward"), `compiler` (the object's version stamp, e.g.
+ *  "kinac 0.1.0, Kina ABI 1") and the runtime's kinac version and ABI, as
+ *  by kina_rt_fail, and returns 1; the entry then returns 1 without running
+ *  (the object must be recompiled with a kinac of the runtime's ABI). Null
+ *  strings are replaced by "?". Thread-safe. */
+int32_t kina_rt_check_version(const char *entry, int32_t abi_version,
+                              const char *compiler);
+
+/** The version of kinac this runtime was built with ("0.1.0"): the same
+ *  string as `kinac --version` prints. Static storage; never null. */
+const char *kina_runtime_version(void);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -7,14 +7,18 @@
 // temporary file beside the destination and renamed into place, so a failed
 // run never leaves a partial file or clobbers an existing one. Temporary
 // files are removed unless `--keep-temps` is given. `--time-stages` prints
-// the wall time of each stage.
+// the wall time of each stage. Diagnostics go through a DiagnosticSession
+// (Diagnostics.h): text, JSON (`--diagnostics-format=json`) or checked
+// against the source's annotations (`--verify-diagnostics`).
 //
 //===----------------------------------------------------------------------===//
 #include "kina/Driver.h"
 
+#include "kina/Diagnostics.h"
 #include "kina/Frontend.h"
 #include "kina/HeaderEmitter.h"
 #include "kina/MLIRGen.h"
+#include "kina/Manifest.h"
 #include "kina/Pipeline.h"
 #include "kina/RuntimeConfig.h"
 #include "kina/ToolRunner.h"
@@ -70,12 +74,21 @@ struct DriverOptions {
   bool timeStages = false;
   bool printDebugInfo = false;
   bool printLinkFlags = false;
+  /// --diagnostics-format=text|json and --verify-diagnostics (Diagnostics.h).
+  std::string diagnosticsFormat = "text";
+  bool verifyDiagnostics = false;
+  /// The ABI version objects record (hidden --abi-version-for-testing).
+  int abiVersion = KINA_ABI_VERSION;
+  /// -MD/-MMD, -MF FILE, -MT TARGET (repeatable), -MP: a Make dependency
+  /// file, as a C compiler writes one (see writeDependencyFile).
+  bool writeDeps = false;
+  std::string depFile;
+  std::vector<std::string> depTargets;
+  bool depPhony = false;
 };
 
 /// Prints a driver-level error the way clang does.
-void driverError(const Twine &message) {
-  errs() << "kinac: error: " << message << "\n";
-}
+void driverError(const Twine &message) { reportDriverError(message); }
 
 /// Wall-clock timing of the stages, printed by --time-stages.
 class StageTimer {
@@ -194,6 +207,8 @@ std::optional<EmitStage> parseStage(StringRef s) {
       .Case("asm", EmitStage::Asm)
       .Case("obj", EmitStage::Obj)
       .Case("header", EmitStage::Header)
+      .Case("manifest", EmitStage::Manifest)
+      .Case("shared", EmitStage::Shared)
       .Default(std::nullopt);
 }
 
@@ -247,6 +262,13 @@ public:
   /// Compiles `input` to `stage`. On failure, diagnostics were printed.
   std::optional<std::string> run(const std::string &input, EmitStage stage);
 
+  /// The runtime archive linked into shared libraries (EmitStage::Shared).
+  std::string runtimeLib;
+
+  /// With --verify-diagnostics: whether the last run() emitted exactly the
+  /// diagnostics its source's annotations expect.
+  bool diagnosticsVerified = false;
+
 private:
   const DriverOptions &opts;
   StageTimer &timer;
@@ -255,10 +277,13 @@ private:
 
   std::optional<std::string> runTools(const std::string &llvmDialectText,
                                       EmitStage stage);
+  std::optional<std::string> buildShared(const std::string &input);
 };
 
 std::optional<std::string> Compilation::run(const std::string &input,
                                             EmitStage stage) {
+  if (stage == EmitStage::Shared)
+    return buildShared(input);
   Expected<std::string> source = readFile(input);
   if (!source) {
     driverError("cannot open '" + input + "': " + toString(source.takeError()));
@@ -272,34 +297,29 @@ std::optional<std::string> Compilation::run(const std::string &input,
   SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(MemoryBuffer::getMemBufferCopy(*source, input),
                                SMLoc());
-  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &ctx, errs());
+  diagnosticsVerified = false;
+  std::optional<DiagnosticSession> diagnostics;
+  if (opts.verifyDiagnostics)
+    diagnostics.emplace(sourceMgr, ctx, errs(), &diagnosticsVerified);
+  else
+    diagnostics.emplace(sourceMgr, ctx, getDiagnosticFormat(), errs());
 
   auto parsed =
       timer.time("parse", [&] { return parseModule(*source, input, ctx); });
   if (mlir::failed(parsed))
     return std::nullopt;
   Module &module = *parsed;
-  if (mlir::failed(
-          timer.time("sema", [&] { return analyzeModule(module, ctx); })))
+  if (mlir::failed(timer.time("sema", [&] {
+        return analyzeModule(module, ctx, opts.symbolPrefix);
+      })))
     return std::nullopt;
-  if (!opts.symbolPrefix.empty()) {
-    bool collides = false;
-    for (const Function &fn : module.functions)
-      if (!fn.isPrivate &&
-          collidesWithRuntimeSymbol(opts.symbolPrefix + fn.name)) {
-        mlir::emitError(fn.loc)
-            << "with --symbol-prefix=" << opts.symbolPrefix << ", function @"
-            << fn.name << " would export '" << opts.symbolPrefix << fn.name
-            << "', which collides with a runtime C symbol";
-        collides = true;
-      }
-    if (collides)
-      return std::nullopt;
-  }
   if (stage == EmitStage::Kir)
     return printModule(module);
   if (stage == EmitStage::Header)
     return emitHeader(module, opts.symbolPrefix);
+  if (stage == EmitStage::Manifest) {
+    return emitManifest(module, opts.symbolPrefix, "kinac " KINA_VERSION);
+  }
 
   MLIRGenOptions genOptions;
   genOptions.symbolPrefix = opts.symbolPrefix;
@@ -325,6 +345,8 @@ std::optional<std::string> Compilation::run(const std::string &input,
   pipeline.optLevel = opts.optLevel;
   pipeline.target = opts.target;
   pipeline.symbolPrefix = opts.symbolPrefix;
+  pipeline.stamp.abiVersion = opts.abiVersion;
+  pipeline.stamp.compiler = "kinac " KINA_VERSION;
   if (mlir::failed(timer.time("pipeline", [&] {
         return lowerToLLVMDialect(*mlirModule, module, pipeline);
       })))
@@ -391,7 +413,111 @@ Compilation::runTools(const std::string &llvmDialectText, EmitStage stage) {
 
 bool isKir(StringRef path) { return sys::path::extension(path) == ".kir"; }
 
+/// Takes the C-compiler-style dependency flags out of `args` (CLI11 cannot
+/// parse multi-letter single-dash options): -MD or -MMD (the same: a module
+/// has no includes), -MF FILE, -MT TARGET (repeatable), -MP, each with its
+/// value attached or in the next argument. Scanning stops at `--`.
+Error extractDependencyFlags(std::vector<char *> &args, DriverOptions &opts) {
+  std::vector<char *> kept;
+  for (size_t i = 0; i < args.size(); ++i) {
+    StringRef a(args[i]);
+    if (a == "--") {
+      kept.insert(kept.end(), args.begin() + i, args.end());
+      break;
+    }
+    if (a == "-MD" || a == "-MMD") {
+      opts.writeDeps = true;
+    } else if (a == "-MP") {
+      opts.depPhony = true;
+    } else if (a.starts_with("-MF") || a.starts_with("-MT")) {
+      std::string value = a.drop_front(3).str();
+      if (value.empty()) {
+        if (i + 1 == args.size())
+          return createStringError(inconvertibleErrorCode(), "%s needs a value",
+                                   a.str().c_str());
+        value = args[++i];
+      }
+      if (a.starts_with("-MF"))
+        opts.depFile = value;
+      else
+        opts.depTargets.push_back(value);
+    } else {
+      kept.push_back(args[i]);
+    }
+  }
+  if (!opts.writeDeps &&
+      (!opts.depFile.empty() || !opts.depTargets.empty() || opts.depPhony))
+    return createStringError(inconvertibleErrorCode(),
+                             "-MF, -MT and -MP need -MD");
+  args = std::move(kept);
+  return Error::success();
+}
+
+/// A path as a Make rule writes it: spaces and '#' escaped with a
+/// backslash, '$' doubled (as GCC and Clang write dependency files).
+std::string makeEscape(StringRef path) {
+  std::string out;
+  for (char c : path) {
+    if (c == ' ' || c == '#')
+      out += '\\';
+    else if (c == '$')
+      out += '$';
+    out += c;
+  }
+  return out;
+}
+
+/// -MD: writes `target: input kinac` to the dependency file (default: the
+/// output with its extension replaced by `.d`), so Make rebuilds `target`
+/// when the module or the compiler changes; with -MP also an empty rule for
+/// kinac, so a removed compiler does not stop Make. The target defaults to
+/// the output file. Written atomically, after the output.
+Error writeDependencyFile(const DriverOptions &opts, const std::string &input,
+                          const std::string &output, const char *argv0) {
+  std::string depFile = opts.depFile;
+  if (depFile.empty()) {
+    if (output == "-")
+      return createStringError(inconvertibleErrorCode(),
+                               "-MD with output to standard output needs -MF");
+    SmallString<256> p(output);
+    sys::path::replace_extension(p, ".d");
+    depFile = std::string(p);
+  }
+  std::vector<std::string> targets = opts.depTargets;
+  if (targets.empty()) {
+    if (output == "-")
+      return createStringError(inconvertibleErrorCode(),
+                               "-MD with output to standard output needs -MT");
+    targets.push_back(output);
+  }
+  static int anchor;
+  std::string kinac = sys::fs::getMainExecutable(argv0, &anchor);
+  std::string text;
+  for (size_t i = 0; i < targets.size(); ++i)
+    text += (i ? " " : "") + makeEscape(targets[i]);
+  text += ": " + makeEscape(input) + " \\\n  " + makeEscape(kinac) + "\n";
+  if (opts.depPhony)
+    text += "\n" + makeEscape(kinac) + ":\n";
+  return writeOutput(depFile, text);
+}
+
 std::string stem(StringRef path) { return sys::path::stem(path).str(); }
+
+/// The system compiler driver that links: `$CC` if set, else `cc`, looked up
+/// on PATH.
+Expected<std::string> findCompilerDriver() {
+  std::string cc = "cc";
+  if (std::optional<std::string> env = sys::Process::GetEnv("CC"))
+    if (!env->empty())
+      cc = *env;
+  ErrorOr<std::string> ccPath = sys::findProgramByName(cc);
+  if (!ccPath)
+    return createStringError(ccPath.getError(),
+                             "cannot find the C compiler driver '%s' (set CC "
+                             "to choose another)",
+                             cc.c_str());
+  return *ccPath;
+}
 
 /// `kinac a.kir [b.kir] main.c [x.o] -o app`: compile, write the headers
 /// into a temporary include directory, link with the C compiler driver.
@@ -441,16 +567,12 @@ int linkExecutable(const DriverOptions &opts, const char *argv0,
     driverError("cannot write an executable to standard output");
     return ExitFailure;
   }
-  std::string cc = "cc";
-  if (std::optional<std::string> env = sys::Process::GetEnv("CC"))
-    if (!env->empty())
-      cc = *env;
-  ErrorOr<std::string> ccPath = sys::findProgramByName(cc);
+  Expected<std::string> ccPath = findCompilerDriver();
   if (!ccPath) {
-    driverError("cannot find the C compiler driver '" + cc +
-                "' (set CC to choose another)");
+    driverError(toString(ccPath.takeError()));
     return ExitFailure;
   }
+  std::string cc = sys::path::filename(*ccPath).str();
   SmallString<256> model(output);
   model += ".tmp-%%%%%%%%";
   SmallString<256> tmpOut;
@@ -481,6 +603,66 @@ int linkExecutable(const DriverOptions &opts, const char *argv0,
   return ExitSuccess;
 }
 
+/// `--emit=shared`: the module's object, a C file defining
+/// kina_module_manifest() (Manifest.h) and the whole runtime archive, linked
+/// by the system compiler driver into a shared library in a temporary file;
+/// returns its bytes, which the caller writes atomically like any output.
+/// `-Wl,-Bsymbolic` binds the library's references to its own definitions,
+/// so several such libraries in one process each use their own runtime even
+/// when one of them was loaded RTLD_GLOBAL; `--no-undefined` turns a symbol
+/// the runtime lacks into a link error rather than a dlopen failure.
+std::optional<std::string> Compilation::buildShared(const std::string &input) {
+  auto fail = [](Error err) -> std::optional<std::string> {
+    driverError(toString(std::move(err)));
+    return std::nullopt;
+  };
+  std::optional<std::string> manifest = run(input, EmitStage::Manifest);
+  if (!manifest)
+    return std::nullopt;
+  std::optional<std::string> object = run(input, EmitStage::Obj);
+  if (!object)
+    return std::nullopt;
+  Expected<std::string> objPath = temps.create(stem(input), "o");
+  if (!objPath)
+    return fail(objPath.takeError());
+  if (Error err = writeOutput(*objPath, *object))
+    return fail(std::move(err));
+  Expected<std::string> manifestPath =
+      temps.create(stem(input) + "-manifest", "c");
+  if (!manifestPath)
+    return fail(manifestPath.takeError());
+  if (Error err = writeOutput(*manifestPath, manifestCSource(*manifest)))
+    return fail(std::move(err));
+  Expected<std::string> soPath = temps.create(stem(input), "so");
+  if (!soPath)
+    return fail(soPath.takeError());
+  Expected<std::string> ccPath = findCompilerDriver();
+  if (!ccPath)
+    return fail(ccPath.takeError());
+
+  // runtimeLinkFlags: the archive first, then what it needs.
+  std::vector<std::string> flags = runtimeLinkFlags(runtimeLib);
+  std::vector<std::string> args = {sys::path::filename(*ccPath).str(),
+                                   "-shared",
+                                   "-fPIC",
+                                   "-Wl,-Bsymbolic",
+                                   "-Wl,--no-undefined",
+                                   "-o",
+                                   *soPath,
+                                   *manifestPath,
+                                   *objPath,
+                                   "-Wl,--whole-archive",
+                                   flags.front(),
+                                   "-Wl,--no-whole-archive"};
+  args.insert(args.end(), flags.begin() + 1, flags.end());
+  if (Error err = timer.time("link", [&] { return tools.run(*ccPath, args); }))
+    return fail(std::move(err));
+  Expected<std::string> bytes = readFile(*soPath);
+  if (!bytes)
+    return fail(bytes.takeError());
+  return *bytes;
+}
+
 } // namespace
 
 int runDriver(int argc, char **argv) {
@@ -493,12 +675,14 @@ int runDriver(int argc, char **argv) {
                  "too, kinac links an executable");
   app.add_option("-o", opts.output,
                  "Output file ('-' for standard output). Defaults: obj "
-                 "<stem>.o, header <stem>.h, text stages standard output, "
-                 "link a.out");
+                 "<stem>.o, header <stem>.h, manifest <stem>.json, shared "
+                 "<stem>.so, text stages standard output, link a.out");
   app.add_option("--emit", opts.emit,
-                 "What to produce: kir|mlir|mlir-llvm|llvm|asm|obj|header")
-      ->check(CLI::IsMember(
-          {"kir", "mlir", "mlir-llvm", "llvm", "asm", "obj", "header"}));
+                 "What to produce: kir|mlir|mlir-llvm|llvm|asm|obj|header|"
+                 "manifest (JSON signatures)|shared (a dlopen-able library "
+                 "with the runtime; also -shared)")
+      ->check(CLI::IsMember({"kir", "mlir", "mlir-llvm", "llvm", "asm", "obj",
+                             "header", "manifest", "shared"}));
   app.add_option("-O", opts.optLevel, "Optimisation level 0..3 (default 2)")
       ->check(CLI::Range(0, 3));
   app.add_option("--target", opts.target, "Code generation target: cpu")
@@ -523,18 +707,54 @@ int runDriver(int argc, char **argv) {
                "Print source locations in emitted MLIR");
   app.add_flag("--print-link-flags", opts.printLinkFlags,
                "Print what a link of compiled objects needs, then exit");
+  app.add_option("--diagnostics-format", opts.diagnosticsFormat,
+                 "How errors are printed: text (clang style) or json (one "
+                 "object per line)")
+      ->check(CLI::IsMember({"text", "json"}));
+  app.add_flag("--verify-diagnostics", opts.verifyDiagnostics,
+               "Check the diagnostics against the source's "
+               "'expected-error@+1:COL {{...}}' comments; write no output");
+  // The format applies to errors of the command line itself too.
+  for (int i = 1; i < argc; ++i)
+    if (StringRef(argv[i]) == "--diagnostics-format=json" ||
+        (StringRef(argv[i]) == "--diagnostics-format" && i + 1 < argc &&
+         StringRef(argv[i + 1]) == "json"))
+      setDiagnosticFormat(DiagnosticFormat::Json);
+  app.add_option("--abi-version-for-testing", opts.abiVersion,
+                 "Record this ABI version in objects (tests only)")
+      ->group("");
+  app.footer("Make dependency files, as a C compiler writes them: -MD (or "
+             "-MMD) writes\n  'OUTPUT: INPUT KINAC' to OUTPUT with .d "
+             "for its extension; -MF FILE names\n  that file, -MT TARGET "
+             "the rule's target (repeatable), -MP adds an empty\n  rule "
+             "for kinac.");
   app.set_version_flag("--version", "kinac version " KINA_VERSION);
+  std::vector<char *> cliArgs(argv, argv + argc);
+  if (Error err = extractDependencyFlags(cliArgs, opts)) {
+    driverError(toString(std::move(err)));
+    return ExitFailure;
+  }
+  // `-shared`, as C compilers spell it, is --emit=shared.
+  static char emitShared[] = "--emit=shared";
+  for (char *&arg : cliArgs) {
+    if (StringRef(arg) == "--")
+      break;
+    if (StringRef(arg) == "-shared")
+      arg = emitShared;
+  }
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(cliArgs.size()), cliArgs.data());
   } catch (const CLI::CallForHelp &e) {
     return app.exit(e);
   } catch (const CLI::CallForVersion &e) {
     return app.exit(e);
   } catch (const CLI::ParseError &e) {
     driverError(e.what());
-    errs() << "Run with --help for more information.\n";
+    if (getDiagnosticFormat() == DiagnosticFormat::Text)
+      errs() << "Run with --help for more information.\n";
     return ExitFailure;
   }
+  setDiagnosticFormat(*parseDiagnosticFormat(opts.diagnosticsFormat));
 
   if (opts.printLinkFlags) {
     std::vector<std::string> flags =
@@ -564,6 +784,14 @@ int runDriver(int argc, char **argv) {
   }
 
   int rc;
+  if (opts.writeDeps && (link || kirInputs.size() > 1)) {
+    driverError("-MD applies to the compilation of one .kir file");
+    return ExitFailure;
+  }
+  if (opts.verifyDiagnostics && (link || kirInputs.size() > 1)) {
+    driverError("--verify-diagnostics checks one .kir file at a time");
+    return ExitFailure;
+  }
   if (link) {
     if (opts.emit != "obj") {
       driverError("--emit=" + opts.emit +
@@ -584,14 +812,26 @@ int runDriver(int argc, char **argv) {
         output = stem(input) + ".o";
       else if (stage == EmitStage::Header)
         output = stem(input) + ".h";
+      else if (stage == EmitStage::Manifest)
+        output = stem(input) + ".json";
+      else if (stage == EmitStage::Shared)
+        output = stem(input) + ".so";
       else
         output = "-";
     }
     Compilation compilation(opts, timer, temps, tools);
+    compilation.runtimeLib = findRuntimeLib(opts, argv[0]);
     std::optional<std::string> result = compilation.run(input, stage);
     rc = ExitFailure;
-    if (result) {
+    if (opts.verifyDiagnostics) {
+      // Verification only: the output is not written.
+      rc = compilation.diagnosticsVerified ? ExitSuccess : ExitFailure;
+    } else if (result) {
       if (Error err = writeOutput(output, *result))
+        driverError(toString(std::move(err)));
+      else if (Error err = opts.writeDeps ? writeDependencyFile(opts, input,
+                                                                output, argv[0])
+                                          : Error::success())
         driverError(toString(std::move(err)));
       else
         rc = ExitSuccess;

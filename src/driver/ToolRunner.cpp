@@ -119,10 +119,15 @@ Error ToolRunner::run(StringRef program,
     return Error::success();
   std::string what = rc < 0 ? "crashed or was killed (" + execError + ")"
                             : "failed with exit code " + std::to_string(rc);
-  std::string name = sys::path::filename(program).str();
-  return createStringError(inconvertibleErrorCode(),
-                           "'%s' %s\n  command: %s\n%s", name.c_str(),
-                           what.c_str(), command.c_str(), stderrText.c_str());
+  // Name the tool by its role (args[0]: "llc"), the command shows its path.
+  std::string name = !args.empty() && !args[0].empty()
+                         ? sys::path::filename(args[0]).str()
+                         : sys::path::filename(program).str();
+  StringRef stderrShown = StringRef(stderrText).rtrim("\r\n");
+  return createStringError(
+      inconvertibleErrorCode(), "'%s' %s\n  command: %s%s%s", name.c_str(),
+      what.c_str(), command.c_str(), stderrShown.empty() ? "" : "\n",
+      stderrShown.str().c_str());
 }
 
 } // namespace kina

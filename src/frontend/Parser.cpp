@@ -25,6 +25,11 @@
 // expected and what it found, skips to the next statement and goes on, so one
 // run reports several independent errors (at most kMaxErrors).
 //
+// The limits of Frontend.h (`kina::limits`) are enforced here: the file size
+// and line length before lexing, list lengths, statement and function counts
+// and the nesting depth of dense<...> literals and attribute lists while
+// parsing, so that no input can overflow the stack or run unbounded.
+//
 //===----------------------------------------------------------------------===//
 #include "Lexer.h"
 
@@ -145,7 +150,10 @@ private:
   bool parseOperand(Operand &op, const char *context);
   bool parseDense(DenseLiteral &lit);
   bool parseAttributes(Statement &st);
-  bool parseAttrValue(AttrValue &v);
+  bool parseAttrValue(AttrValue &v, unsigned depth = 0);
+  /// Reports a list longer than limits::kMaxListLength at the current token;
+  /// returns false so callers can `return listTooLong(...)`.
+  bool listTooLong(const char *what);
   bool expectEndOfStatement();
 
   Lexer lex;
@@ -167,6 +175,13 @@ mlir::InFlightDiagnostic Parser::errorAt(mlir::Location at) {
     stopped = true;
   }
   return diag;
+}
+
+bool Parser::listTooLong(const char *what) {
+  if (!stopping())
+    errorAt(loc()) << what << " has more than " << limits::kMaxListLength
+                   << " entries, the maximum";
+  return false;
 }
 
 bool Parser::syntaxError(const llvm::Twine &expected) {
@@ -202,6 +217,13 @@ mlir::FailureOr<Module> Parser::parse() {
   }
   while (!tok.is(TokenKind::Eof) && !stopping()) {
     if (tok.isKeyword("func") || tok.isKeyword("private")) {
+      if (module.functions.size() >= limits::kMaxFunctionsPerModule) {
+        errorAt(loc()) << "the module has more than "
+                       << limits::kMaxFunctionsPerModule
+                       << " functions, the maximum";
+        stopped = true;
+        break;
+      }
       parseFunction();
       continue;
     }
@@ -249,6 +271,12 @@ void Parser::parseFunction() {
   }
   if (!tok.is(TokenKind::LBrace)) {
     syntaxError("'{' to start the body of @" + fn.name);
+    // Skip the body-less rest up to the next function, silently.
+    while (!tok.is(TokenKind::Eof) && !stopping()) {
+      skipToNextLine();
+      if (atFunctionStart())
+        break;
+    }
     return;
   }
   consume();
@@ -268,6 +296,8 @@ bool Parser::parseSignature(Function &fn) {
     while (true) {
       if (!tok.is(TokenKind::ValueName))
         return syntaxError("a parameter ('%name: type')");
+      if (fn.params.size() >= limits::kMaxListLength)
+        return listTooLong(("the parameter list of @" + fn.name).c_str());
       Param p{tok.value, TensorType(), loc()};
       consume();
       if (!expect(TokenKind::Colon, "':' after parameter %" + p.name))
@@ -292,6 +322,8 @@ bool Parser::parseSignature(Function &fn) {
     if (tok.is(TokenKind::RParen))
       return syntaxError("at least one result type");
     while (true) {
+      if (fn.results.size() >= limits::kMaxListLength)
+        return listTooLong(("the result types of @" + fn.name).c_str());
       TensorType t;
       if (!parseType(t, "result type"))
         return false;
@@ -315,6 +347,14 @@ bool Parser::parseSignature(Function &fn) {
 
 void Parser::parseBody(Function &fn) {
   while (!stopping()) {
+    if (tok.is(TokenKind::ValueName) &&
+        fn.body.size() >= limits::kMaxStatementsPerFunction) {
+      errorAt(loc()) << "@" << fn.name << " has more than "
+                     << limits::kMaxStatementsPerFunction
+                     << " statements, the maximum per function";
+      stopped = true;
+      return;
+    }
     if (tok.is(TokenKind::ValueName)) {
       if (!parseStatement(fn) && !stopping()) {
         if (!(tok.startsLine &&
@@ -400,6 +440,12 @@ bool Parser::parseType(TensorType &type, const char *context) {
   if (type.rank() > kMaxRank) {
     errorAt(typeLoc) << "tensor type " << type.str() << " has rank "
                      << type.rank() << ", above the maximum rank " << kMaxRank;
+    return false;
+  }
+  if (!staticByteSizeFits(type)) {
+    errorAt(typeLoc) << "tensor type " << type.str()
+                     << " is too large: its size in bytes does not fit in 64 "
+                        "bits";
     return false;
   }
   return true;
@@ -491,11 +537,18 @@ bool Parser::parseDense(DenseLiteral &lit) {
   consume(); // 'dense'
   if (!expect(TokenKind::Less, "'<' after 'dense'"))
     return false;
-  // Iterative-by-recursion over nested lists.
-  std::function<bool(DenseLiteral &)> parseElement =
-      [&](DenseLiteral &e) -> bool {
+  // Recursion over nested lists, at most kMaxNestingDepth deep.
+  std::function<bool(DenseLiteral &, unsigned)> parseElement =
+      [&](DenseLiteral &e, unsigned depth) -> bool {
     e.loc = loc();
     if (tok.is(TokenKind::LBracket)) {
+      if (depth >= limits::kMaxNestingDepth) {
+        if (!stopping())
+          errorAt(loc()) << "dense literal nested deeper than "
+                         << limits::kMaxNestingDepth
+                         << " lists (the maximum rank is " << kMaxRank << ")";
+        return false;
+      }
       e.isList = true;
       consume();
       if (tok.is(TokenKind::RBracket)) {
@@ -504,7 +557,7 @@ bool Parser::parseDense(DenseLiteral &lit) {
       }
       while (true) {
         e.elements.emplace_back(loc());
-        if (!parseElement(e.elements.back()))
+        if (!parseElement(e.elements.back(), depth + 1))
           return false;
         if (tok.is(TokenKind::Comma)) {
           consume();
@@ -534,12 +587,12 @@ bool Parser::parseDense(DenseLiteral &lit) {
     consume();
     return true;
   };
-  if (!parseElement(lit))
+  if (!parseElement(lit, 0))
     return false;
   return expect(TokenKind::Greater, "'>' to end the dense literal");
 }
 
-bool Parser::parseAttrValue(AttrValue &v) {
+bool Parser::parseAttrValue(AttrValue &v, unsigned depth) {
   v.loc = loc();
   switch (tok.kind) {
   case TokenKind::Integer:
@@ -572,6 +625,12 @@ bool Parser::parseAttrValue(AttrValue &v) {
     consume();
     return true;
   case TokenKind::LBracket:
+    if (depth >= limits::kMaxNestingDepth) {
+      if (!stopping())
+        errorAt(loc()) << "attribute value nested deeper than "
+                       << limits::kMaxNestingDepth << " lists";
+      return false;
+    }
     v.kind = AttrValue::List;
     consume();
     if (tok.is(TokenKind::RBracket)) {
@@ -579,8 +638,10 @@ bool Parser::parseAttrValue(AttrValue &v) {
       return true;
     }
     while (true) {
+      if (v.elements.size() >= limits::kMaxListLength)
+        return listTooLong("an attribute list");
       v.elements.emplace_back(loc());
-      if (!parseAttrValue(v.elements.back()))
+      if (!parseAttrValue(v.elements.back(), depth + 1))
         return false;
       if (tok.is(TokenKind::Comma)) {
         consume();
@@ -642,6 +703,8 @@ bool Parser::parseStatement(Function &fn) {
   LineMode lines(*this, true);
   Statement st(loc());
   while (true) {
+    if (st.results.size() >= limits::kMaxListLength)
+      return listTooLong("the result names of a statement");
     st.results.push_back(tok.value);
     st.resultLocs.push_back(loc());
     consume();
@@ -668,6 +731,8 @@ bool Parser::parseStatement(Function &fn) {
     LineMode free(*this, false); // arguments may span lines
     if (!tok.is(TokenKind::RParen)) {
       while (true) {
+        if (st.operands.size() >= limits::kMaxListLength)
+          return listTooLong("the argument list of a call");
         st.operands.emplace_back(loc());
         if (!parseOperand(st.operands.back(), "in the call arguments"))
           return false;
@@ -686,6 +751,8 @@ bool Parser::parseStatement(Function &fn) {
              !tok.is(TokenKind::Eof)) {
     std::string context = "for '" + st.op + "'";
     while (true) {
+      if (st.operands.size() >= limits::kMaxListLength)
+        return listTooLong(("the operand list of '" + st.op + "'").c_str());
       st.operands.emplace_back(loc());
       if (!parseOperand(st.operands.back(), context.c_str()))
         return false;
@@ -705,6 +772,8 @@ bool Parser::parseStatement(Function &fn) {
     if (tok.is(TokenKind::LParen) && !atLineBreak()) {
       consume();
       while (true) {
+        if (types.size() >= limits::kMaxListLength)
+          return listTooLong("the annotation");
         TensorType t;
         if (!parseType(t, "result type"))
           return false;
@@ -740,6 +809,8 @@ bool Parser::parseReturn(Function &fn) {
   while (true) {
     if (!tok.is(TokenKind::ValueName) || atLineBreak())
       return syntaxError("a %value in 'return'");
+    if (fn.returns.size() >= limits::kMaxListLength)
+      return listTooLong("the 'return' list");
     Operand op(loc());
     op.kind = Operand::Value;
     op.name = tok.value;
@@ -757,6 +828,29 @@ bool Parser::parseReturn(Function &fn) {
 mlir::FailureOr<Module> parseModule(llvm::StringRef source,
                                     llvm::StringRef filename,
                                     mlir::MLIRContext &ctx) {
+  // Size limits first: nothing else reads an oversized input.
+  if (source.size() > limits::kMaxSourceBytes) {
+    mlir::emitError(mlir::FileLineColLoc::get(&ctx, filename, 1, 1))
+        << "the file is " << source.size()
+        << " bytes long, above the maximum of " << limits::kMaxSourceBytes
+        << " bytes (16 MiB)";
+    return mlir::failure();
+  }
+  unsigned line = 1;
+  for (size_t start = 0; start <= source.size(); ++line) {
+    size_t end = source.find('\n', start);
+    if (end == llvm::StringRef::npos)
+      end = source.size();
+    if (end - start > limits::kMaxLineBytes) {
+      mlir::emitError(mlir::FileLineColLoc::get(&ctx, filename, line,
+                                                limits::kMaxLineBytes + 1))
+          << "line " << line << " is " << end - start
+          << " bytes long, above the maximum of " << limits::kMaxLineBytes
+          << " bytes (a dense<...> literal may span lines)";
+      return mlir::failure();
+    }
+    start = end + 1;
+  }
   Parser parser(source, filename, ctx);
   return parser.parse();
 }

@@ -74,6 +74,8 @@ namespace {
 const char *const kRuntimeSymbols[] = {
     "kina_status_name",
     "kina_last_error",
+    "kina_runtime_version",
+    "kina_module_manifest",
     "runtime_free",
     "runtime_gpu_free_all",
     "runtime_live_buffer_count",
@@ -395,7 +397,8 @@ using MaybeType = std::optional<TensorType>;
 
 class Sema {
 public:
-  explicit Sema(Module &m) : module(m) {}
+  Sema(Module &m, std::string symbolPrefix)
+      : module(m), symbolPrefix(std::move(symbolPrefix)) {}
   mlir::LogicalResult run();
 
 private:
@@ -472,6 +475,8 @@ private:
   bool checkShapeList(Statement &st, bool allowMinusOne);
 
   Module &module;
+  /// `--symbol-prefix`: exported symbols are kina_<prefix><name>, ...
+  std::string symbolPrefix;
   bool failed = false;
 
   // Per function.
@@ -506,7 +511,9 @@ void Sema::checkFunctionNames() {
       continue;
     }
     // `@f` and `@kina_f` would both define the C symbol `kina_f`.
-    for (const std::string &sym : generatedSymbols(f.name, !f.isPrivate)) {
+    // Exported functions' C symbols carry the prefix (`kina_<prefix><f>`).
+    std::string cName = f.isPrivate ? f.name : symbolPrefix + f.name;
+    for (const std::string &sym : generatedSymbols(cName, !f.isPrivate)) {
       auto [owner, fresh] = symbolOwners.try_emplace(sym, &f);
       if (!fresh) {
         mlir::InFlightDiagnostic d = error(f.loc);
@@ -524,12 +531,15 @@ void Sema::checkFunctionNames() {
                    << " needs a name that is a C identifier (letters, digits "
                       "and '_'), since its entry point is 'kina_"
                    << f.name << "'; make it private or rename it";
-    if (std::optional<std::string> sym =
-            collidingSymbol(f.name, !f.isPrivate)) {
-      error(f.loc) << "function name @" << f.name
-                   << " collides with the runtime: its symbol '" << *sym
-                   << "' is a runtime C symbol or uses a reserved prefix "
-                      "(kina_rt_, runtime_, __kina_)";
+    if (std::optional<std::string> sym = collidingSymbol(cName, !f.isPrivate)) {
+      mlir::InFlightDiagnostic d = error(f.loc);
+      d << "function name @" << f.name;
+      if (cName != f.name)
+        d << " (exported as '" << cName
+          << "' with --symbol-prefix=" << symbolPrefix << ")";
+      d << " collides with the runtime: its symbol '" << *sym
+        << "' is a runtime C symbol or uses a reserved prefix "
+           "(kina_rt_, runtime_, __kina_)";
     }
   }
 }
@@ -670,6 +680,12 @@ void Sema::analyzeStatement(Statement &st) {
                         << ", above the maximum rank " << kMaxRank;
         types.reset();
         break;
+      } else if (!staticByteSizeFits(t)) {
+        error(st.opLoc) << "'" << st.op << "' result " << t.str()
+                        << " is too large: its size in bytes does not fit in "
+                           "64 bits";
+        types.reset();
+        break;
       }
   }
   if (types) {
@@ -686,7 +702,19 @@ void Sema::analyzeStatement(Statement &st) {
             << pluralize(types->size(), "result");
         types.reset();
       } else {
-        for (size_t i = 0; i < ann.size(); ++i)
+        // A symbol in an annotation must be one of the parameters' dims:
+        // only those have a run-time size to check the value against.
+        for (const TensorType &t : ann)
+          for (const Dim &d : t.dims)
+            if (types && d.kind == Dim::Symbolic &&
+                !paramSymbols.contains(d.symbol)) {
+              error(st.annotationLoc)
+                  << "symbolic dim '" << d.symbol << "' in the annotation of '"
+                  << st.op << "' is not a dim of @" << fn->name
+                  << "'s parameters, so its size is unknown";
+              types.reset();
+            }
+        for (size_t i = 0; types && i < ann.size(); ++i)
           if (!compatible((*types)[i], ann[i], merged[i])) {
             error(st.annotationLoc)
                 << "'" << st.op << "' result type " << (*types)[i].str()
@@ -1814,9 +1842,10 @@ std::optional<Types> Sema::inferCall(Statement &st) {
 
 } // namespace
 
-mlir::LogicalResult analyzeModule(Module &module, mlir::MLIRContext &ctx) {
+mlir::LogicalResult analyzeModule(Module &module, mlir::MLIRContext &ctx,
+                                  llvm::StringRef symbolPrefix) {
   (void)ctx; // diagnostics reach it through the modules' locations
-  Sema sema(module);
+  Sema sema(module, symbolPrefix.str());
   return sema.run();
 }
 

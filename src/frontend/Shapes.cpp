@@ -11,6 +11,14 @@
 
 namespace kina {
 
+bool staticByteSizeFits(const TensorType &t) {
+  int64_t bytes = elementSizeInBytes(t.elementType);
+  for (const Dim &d : t.dims)
+    if (d.isStatic() && __builtin_mul_overflow(bytes, d.size, &bytes))
+      return false;
+  return true;
+}
+
 std::string dimToString(const Dim &d) {
   switch (d.kind) {
   case Dim::Static:

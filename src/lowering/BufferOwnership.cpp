@@ -24,6 +24,7 @@
 //            ^failN: dealloc live buffers; return null descriptors
 //
 //===----------------------------------------------------------------------===//
+#include "Descriptors.h"
 #include "kina/MLIRGen.h"
 #include "kina/Passes.h"
 
@@ -31,6 +32,7 @@
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -59,19 +61,6 @@ Value getRoot(Value v) {
   return v;
 }
 
-/// The LLVM struct MLIR lowers a ranked memref descriptor to.
-Type descriptorStructType(MLIRContext *ctx, MemRefType type) {
-  Type ptr = LLVM::LLVMPointerType::get(ctx);
-  Type i64 = IntegerType::get(ctx, 64);
-  SmallVector<Type> fields = {ptr, ptr, i64};
-  if (type.getRank() > 0) {
-    Type array = LLVM::LLVMArrayType::get(i64, type.getRank());
-    fields.push_back(array);
-    fields.push_back(array);
-  }
-  return LLVM::LLVMStructType::getLiteral(ctx, fields);
-}
-
 class BufferOwnershipPass
     : public PassWrapper<BufferOwnershipPass, OperationPass<ModuleOp>> {
 public:
@@ -82,7 +71,8 @@ public:
   }
   void getDependentDialects(DialectRegistry &registry) const override {
     registry.insert<cf::ControlFlowDialect, LLVM::LLVMDialect,
-                    memref::MemRefDialect, arith::ArithDialect>();
+                    memref::MemRefDialect, arith::ArithDialect,
+                    linalg::LinalgDialect>();
   }
 
   void runOnOperation() override {
@@ -172,7 +162,9 @@ void BufferOwnershipPass::copyReturnedBuffers(
     auto freshType = MemRefType::get(type.getShape(), type.getElementType());
     auto alloc = memref::AllocOp::create(b, loc, freshType, dynamicSizes,
                                          b.getI64IntegerAttr(64));
-    memref::CopyOp::create(b, loc, v, alloc);
+    // linalg.copy becomes loops for any layout (memref.copy of a strided
+    // view would call MLIR's runner-utils library, which kinac never links).
+    linalg::CopyOp::create(b, loc, ValueRange{v}, ValueRange{alloc});
     Value result = alloc;
     if (freshType != type)
       result = memref::CastOp::create(b, loc, type, alloc);
@@ -307,8 +299,8 @@ void BufferOwnershipPass::insertEarlyReturns(func::FuncOp func) {
     SmallVector<Value> nulls;
     for (Type t : resultTypes) {
       auto memrefType = cast<MemRefType>(t);
-      Value zero =
-          LLVM::ZeroOp::create(b, loc, descriptorStructType(ctx, memrefType));
+      Value zero = LLVM::ZeroOp::create(
+          b, loc, memrefDescriptorType(ctx, memrefType.getRank()));
       nulls.push_back(
           UnrealizedConversionCastOp::create(b, loc, memrefType, zero)
               .getResult(0));

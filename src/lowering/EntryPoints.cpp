@@ -8,20 +8,28 @@
 // memref descriptor. It is built on the bufferized module as a `func.func`
 // over `!llvm.ptr` values, so the ordinary lowering turns it into LLVM:
 //
-//   clear the thread's last error; check out/in pointers are not null;
-//   zero the result descriptors; load each argument descriptor and check
-//   every dim against the Kina signature (static sizes, symbolic dims equal
-//   wherever the name appears, no negative size), that the data pointer is
-//   not null when there are elements and that the layout is row-major
+//   clear the thread's last error; check the result pointers are not null
+//   and zero the result descriptors; on the first call in the process,
+//   check the object's ABI version against the runtime's
+//   (kina_rt_check_version: an object compiled for another ABI returns 1 on
+//   every call); check the argument pointers are not null, load each
+//   argument descriptor and check every dim against the Kina signature
+//   (static sizes, symbolic dims equal wherever the name appears, no
+//   negative size), that the data pointer is
+//   not null when there are elements, that the element count fits in 64
+//   bits and that the layout is row-major
 //   contiguous (the offset is folded into the aligned pointer); call `@f`;
 //   store the result descriptors, or return the runtime's status when `@f`
 //   failed (null descriptors).
 //
 // Every failed check returns 1 (Validation Error) with a message naming the
 // entry, the argument and the dim, recorded through the runtime's
-// `kina_rt_shape_error`/`kina_rt_fail` (runtime.h).
+// `kina_rt_shape_error`/`kina_rt_fail` (runtime.h). The object also keeps
+// its version stamp, "kinac X, Kina ABI N", as the string global
+// `__kina_version_stamp`, so `strings` on an object or program shows it.
 //
 //===----------------------------------------------------------------------===//
+#include "Descriptors.h"
 #include "kina/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -34,6 +42,8 @@
 
 #include "llvm/ADT/StringMap.h"
 
+#include <limits>
+
 using namespace mlir;
 
 namespace kina {
@@ -43,8 +53,9 @@ class EntryPointsPass
     : public PassWrapper<EntryPointsPass, OperationPass<ModuleOp>> {
 public:
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(EntryPointsPass)
-  EntryPointsPass(const Module *module, std::string prefix)
-      : kinaModule(module), prefix(std::move(prefix)) {}
+  EntryPointsPass(const Module *module, std::string prefix, VersionStamp stamp)
+      : kinaModule(module), prefix(std::move(prefix)), stamp(std::move(stamp)) {
+  }
   StringRef getArgument() const override { return "kina-entry-points"; }
   StringRef getDescription() const override {
     return "Add the status entry kina_<fn> of each exported function";
@@ -66,9 +77,14 @@ public:
 private:
   const Module *kinaModule;
   std::string prefix;
+  VersionStamp stamp;
   unsigned messageCounter = 0;
 
   LogicalResult buildEntry(const Function &fn);
+  /// The object's version globals: the flag set once the runtime accepted
+  /// the ABI version, and the stamp string (created on first use).
+  LLVM::GlobalOp versionFlag(OpBuilder &b, Location loc);
+  LLVM::GlobalOp versionStamp(OpBuilder &b, Location loc);
 };
 
 /// Builder state for one entry function: the current block, and helpers that
@@ -109,7 +125,6 @@ struct EntryBuilder {
   /// Continues in a new block when `ok` holds; otherwise runs `onFail` in a
   /// failure block, which must return a status value.
   void check(Value ok, llvm::function_ref<Value()> onFail) {
-    Block *current = b.getInsertionBlock();
     Block *cont = new Block();
     Block *fail = new Block();
     entry.getBody().push_back(cont);
@@ -119,7 +134,6 @@ struct EntryBuilder {
     Value status = onFail();
     func::ReturnOp::create(b, loc, status);
     b.setInsertionPointToEnd(cont);
-    (void)current;
   }
   /// `ok` or return 1 with the fixed message `text`.
   void require(Value ok, StringRef text) {
@@ -145,15 +159,33 @@ struct EntryBuilder {
   }
 };
 
-Type descriptorType(MLIRContext *ctx, int64_t rank) {
-  Type ptr = LLVM::LLVMPointerType::get(ctx);
-  Type i64 = IntegerType::get(ctx, 64);
-  SmallVector<Type> fields = {ptr, ptr, i64};
-  if (rank > 0) {
-    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
-    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
-  }
-  return LLVM::LLVMStructType::getLiteral(ctx, fields);
+constexpr const char *kVersionFlag = "__kina_version_checked";
+constexpr const char *kVersionStamp = "__kina_version_stamp";
+
+LLVM::GlobalOp EntryPointsPass::versionFlag(OpBuilder &b, Location loc) {
+  ModuleOp module = getOperation();
+  if (auto global = module.lookupSymbol<LLVM::GlobalOp>(kVersionFlag))
+    return global;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  return LLVM::GlobalOp::create(b, loc, b.getI8Type(), /*isConstant=*/false,
+                                LLVM::Linkage::Internal, kVersionFlag,
+                                b.getI8IntegerAttr(0));
+}
+
+LLVM::GlobalOp EntryPointsPass::versionStamp(OpBuilder &b, Location loc) {
+  ModuleOp module = getOperation();
+  if (auto global = module.lookupSymbol<LLVM::GlobalOp>(kVersionStamp))
+    return global;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(module.getBody());
+  // A C string: the runtime copies it into its message.
+  std::string text =
+      stamp.compiler + ", Kina ABI " + std::to_string(stamp.abiVersion) + '\0';
+  auto type = LLVM::LLVMArrayType::get(b.getI8Type(), text.size());
+  return LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/true,
+                                LLVM::Linkage::Internal, kVersionStamp,
+                                b.getStringAttr(text));
 }
 
 LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
@@ -200,9 +232,50 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
   }
   for (size_t i = 0; i < numResults; ++i) {
     auto type = cast<MemRefType>(calleeType.getResult(i));
-    Type desc = descriptorType(ctx, type.getRank());
+    Type desc = memrefDescriptorType(ctx, type.getRank());
     LLVM::StoreOp::create(b, loc, LLVM::ZeroOp::create(b, loc, desc),
                           body->getArgument(i));
+  }
+
+  // The ABI version, checked (after the results are zeroed, so a refused
+  // call leaves null results like any failure) until the runtime accepts it
+  // once: a load and a branch per call afterwards. Monotonic atomics: threads
+  // racing on the first call may each check, which is harmless.
+  {
+    Value flagAddr = LLVM::AddressOfOp::create(b, loc, versionFlag(b, loc));
+    Value flag = LLVM::LoadOp::create(b, loc, b.getI8Type(), flagAddr,
+                                      /*alignment=*/1, /*isVolatile=*/false,
+                                      /*isNonTemporal=*/false,
+                                      /*isInvariant=*/false,
+                                      /*isInvariantGroup=*/false,
+                                      LLVM::AtomicOrdering::monotonic);
+    Value checked = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ne, flag,
+        arith::ConstantIntOp::create(b, loc, b.getI8Type(), 0));
+    Block *checkBlock = new Block();
+    Block *cont = new Block();
+    entry.getBody().push_back(checkBlock);
+    entry.getBody().push_back(cont);
+    cf::CondBranchOp::create(b, loc, checked, cont, checkBlock);
+    b.setInsertionPointToEnd(checkBlock);
+    auto checkFn =
+        e.declare("kina_rt_check_version",
+                  b.getFunctionType({e.ptr(), e.i32(), e.ptr()}, {e.i32()}));
+    Value stampAddr = LLVM::AddressOfOp::create(b, loc, versionStamp(b, loc));
+    Value status = func::CallOp::create(b, loc, checkFn,
+                                        ValueRange{e.message(entryName),
+                                                   e.i32Const(stamp.abiVersion),
+                                                   stampAddr})
+                       .getResult(0);
+    e.check(e.cmp(arith::CmpIPredicate::eq, status, e.i32Const(0)),
+            [&] { return status; });
+    LLVM::StoreOp::create(
+        b, loc, arith::ConstantIntOp::create(b, loc, b.getI8Type(), 1),
+        flagAddr, /*alignment=*/1, /*isVolatile=*/false,
+        /*isNonTemporal=*/false, /*isInvariantGroup=*/false,
+        LLVM::AtomicOrdering::monotonic);
+    cf::BranchOp::create(b, loc, cont);
+    b.setInsertionPointToEnd(cont);
   }
 
   // Arguments: load and validate against the Kina signature.
@@ -219,7 +292,7 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
     Value in = body->getArgument(numResults + i);
     std::string argName = entryName + ": argument %" + param.name;
     e.require(notNull(in), argName + " descriptor pointer is null");
-    Type descType = descriptorType(ctx, rank);
+    Type descType = memrefDescriptorType(ctx, rank);
     Value desc = LLVM::LoadOp::create(b, loc, descType, in);
 
     SmallVector<Value> sizes;
@@ -270,6 +343,18 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
                      argName + " is not row-major contiguous: dim " +
                          std::to_string(d) + " has stride {1}, expected {0}",
                      expected, stride);
+      // The element count must fit in 64 bits: a larger one describes no
+      // buffer, and a wrapped count would slip past the null-data check.
+      Value divisor = arith::SelectOp::create(
+          b, loc, e.cmp(arith::CmpIPredicate::sgt, sizes[d], e.i64Const(1)),
+          sizes[d], e.i64Const(1));
+      Value limit = arith::DivSIOp::create(
+          b, loc, e.i64Const(std::numeric_limits<int64_t>::max()), divisor);
+      e.requireSizes(e.cmp(arith::CmpIPredicate::sle, expected, limit),
+                     argName + " has too many elements: with dim " +
+                         std::to_string(d) +
+                         " of size {1}, the element count overflows 64 bits",
+                     expected, sizes[d]);
       expected = arith::MulIOp::create(b, loc, expected, sizes[d]);
     }
     Value elements = expected;
@@ -302,10 +387,10 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
   SmallVector<Value> resultDescs;
   for (size_t i = 0; i < numResults; ++i) {
     auto type = cast<MemRefType>(calleeType.getResult(i));
-    Value desc =
-        UnrealizedConversionCastOp::create(
-            b, loc, descriptorType(ctx, type.getRank()), call.getResult(i))
-            .getResult(0);
+    Value desc = UnrealizedConversionCastOp::create(
+                     b, loc, memrefDescriptorType(ctx, type.getRank()),
+                     call.getResult(i))
+                     .getResult(0);
     resultDescs.push_back(desc);
     if (i == 0) {
       Value allocated =
@@ -337,8 +422,10 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
 } // namespace
 
 std::unique_ptr<Pass> createEntryPointsPass(const Module *module,
-                                            std::string symbolPrefix) {
-  return std::make_unique<EntryPointsPass>(module, std::move(symbolPrefix));
+                                            std::string symbolPrefix,
+                                            VersionStamp stamp) {
+  return std::make_unique<EntryPointsPass>(module, std::move(symbolPrefix),
+                                           std::move(stamp));
 }
 
 } // namespace kina

@@ -225,8 +225,29 @@ EwOperand Generator::ewOperand(Location loc, const Operand &o) {
 
 void Generator::define(const Statement &s, size_t i, Value v) {
   Location loc = s.loc;
-  values[s.results[i]] = {castTo(loc, v, tensorType(s.resultTypes[i])),
-                          s.resultTypes[i]};
+  const TensorType &want = s.resultTypes[i];
+  // An annotation may refine an inferred `?` to a size or a symbol (Sema);
+  // the refinement holds only if the run-time size agrees.
+  if (i < s.inferredTypes.size()) {
+    GenValue inferred{v, s.inferredTypes[i]};
+    for (int64_t d = 0; d < want.rank(); ++d) {
+      if (dimsProvablyEqual(want.dims[d], inferred.type.dims[d]))
+        continue;
+      Value expected = knownDim(loc, want.dims[d]);
+      if (!expected)
+        continue;
+      Value actual = dimOf(loc, inferred, d);
+      Value ok = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq,
+                                       actual, expected);
+      emitCheck(loc, ok, actual, expected,
+                s.op + ": dim " + Twine(d) + " of result %" + s.results[i] +
+                    " has size {0} but its annotation says " +
+                    (want.dims[d].isStatic()
+                         ? Twine("{1}")
+                         : dimToString(want.dims[d]) + " = {1}"));
+    }
+  }
+  values[s.results[i]] = {castTo(loc, v, tensorType(want)), want};
 }
 
 int64_t Generator::intAttr(const Statement &s, StringRef name, int64_t dflt) {
@@ -377,7 +398,9 @@ LogicalResult Generator::genReturn(const Function &fn) {
       emitCheck(loc, ok, actual, expected,
                 "return: dim " + Twine(d) + " of result " + Twine(i) +
                     " has size {0} but the signature says " +
-                    dimToString(want.dims[d]) + " = {1}");
+                    (want.dims[d].isStatic()
+                         ? Twine("{1}")
+                         : dimToString(want.dims[d]) + " = {1}"));
     }
     results.push_back(castTo(loc, v.value, tensorType(want)));
   }
@@ -465,14 +488,42 @@ static void flattenDense(const DenseLiteral &lit,
 LogicalResult Generator::genConstant(const Statement &s) {
   Location loc = s.loc;
   const TensorType &t = s.resultTypes[0];
-  for (const Dim &d : t.dims)
-    if (!d.isStatic()) {
-      emitError(s.opLoc) << "a constant needs a static type, found " << t.str();
-      return failure();
-    }
   if (s.operands.size() != 1) {
     emitError(s.opLoc) << "internal error: constant takes one operand";
     return failure();
+  }
+  bool isStatic =
+      llvm::all_of(t.dims, [](const Dim &d) { return d.isStatic(); });
+  if (!isStatic) {
+    // A splat over symbolic dims (Sema allows only the parameters' symbols):
+    // fill a tensor of the run-time sizes.
+    const Operand &o = s.operands[0];
+    if (o.kind == Operand::Dense) {
+      emitError(s.opLoc) << "a dense<...> list needs a static type, found "
+                         << t.str();
+      return failure();
+    }
+    SmallVector<Value> sizes;
+    for (const Dim &d : t.dims) {
+      if (d.isStatic())
+        continue;
+      Value size = knownDim(loc, d);
+      if (!size) {
+        emitError(s.opLoc) << "internal error: unbound dim in " << t.str();
+        return failure();
+      }
+      sizes.push_back(size);
+    }
+    int64_t iv;
+    double fv;
+    literalValues(o, iv, fv);
+    Value scalar = constScalar(builder, loc, t.elementType, iv, fv);
+    Value empty = tensor::EmptyOp::create(builder, loc, tensorType(t), sizes);
+    define(s, 0,
+           linalg::FillOp::create(builder, loc, ValueRange{scalar},
+                                  ValueRange{empty})
+               .getResult(0));
+    return success();
   }
   RankedTensorType type = tensorType(t);
   Type elem = type.getElementType();
@@ -559,19 +610,18 @@ LogicalResult Generator::genIota(const Statement &s) {
   Value init = emptyTensor(loc, type, dims);
   AffineMap id = builder.getMultiDimIdentityMap(rank);
   int64_t ax = *axis;
-  Value r =
-      generic(loc, type, {}, init, {id}, rank, {},
-              [&](OpBuilder &b, Location l, ValueRange) {
-                Value idx = linalg::IndexOp::create(b, l, ax);
-                Value v;
-                if (isa<FloatType>(elem))
-                  v = arith::SIToFPOp::create(
-                      b, l, elem,
-                      arith::IndexCastOp::create(b, l, b.getI64Type(), idx));
-                else
-                  v = arith::IndexCastOp::create(b, l, elem, idx);
-                linalg::YieldOp::create(b, l, v);
-              })[0];
+  Value r = generic(
+      loc, type, {}, init, {id}, rank, {},
+      [&](OpBuilder &b, Location l, ValueRange) {
+        Value idx = linalg::IndexOp::create(b, l, ax);
+        Value v;
+        if (isa<FloatType>(elem)) // the cast's rounding (bf16 too)
+          v = emitCast(b, l, ElementType::I64, t.elementType,
+                       arith::IndexCastOp::create(b, l, b.getI64Type(), idx));
+        else
+          v = arith::IndexCastOp::create(b, l, elem, idx);
+        linalg::YieldOp::create(b, l, v);
+      })[0];
   define(s, 0, r);
   return success();
 }
@@ -629,6 +679,14 @@ LogicalResult Generator::genStatement(const Statement &s) {
     result = genTranspose(s);
   else if (op == "reshape")
     result = genReshape(s);
+  else if (op == "concat")
+    result = genConcat(s);
+  else if (op == "slice")
+    result = genSlice(s);
+  else if (op == "gather")
+    result = genGather(s);
+  else if (op == "layer_norm" || op == "rms_norm")
+    result = genNorm(s);
   else
     emitError(s.opLoc) << "lowering of '" << op << "' is not implemented yet";
   if (failed(result))

@@ -1,4 +1,4 @@
-//===- MLIRGenContract.cpp - matmul, reductions, argmax/argmin, softmax ---===//
+//===- MLIRGenContract.cpp - matmul, reductions, softmax, norms -----------===//
 //
 // The Kina ops that contract or reduce dims (spec, "Operations"):
 //  - matmul: 2-D x 2-D is linalg.matmul on a zero-filled init (K = 0 gives
@@ -15,7 +15,12 @@
 //  - argmax/argmin: one generic with two outputs (best value, i64 index),
 //    first index on ties, the first NaN wins;
 //  - softmax/log_softmax: the stable form written out (row max, exp of the
-//    difference, row sum), not linalg.softmax.
+//    difference, row sum), not linalg.softmax;
+//  - layer_norm/rms_norm over the dims from `axis` to the last (ONNX's
+//    LayerNormalization): the mean, then the variance around it, then
+//    (x - mean) / sqrt(var + eps) * g + b; rms_norm x / sqrt(mean(x^2) +
+//    eps) * g. %g and %b must have exactly the normalised dims (checked at
+//    run time where not provable).
 // f16 and bf16 accumulate in f32 and are truncated once at the end.
 //
 //===----------------------------------------------------------------------===//
@@ -105,7 +110,7 @@ LogicalResult Generator::genMatmul(const Statement &s) {
   Location loc = s.loc;
   GenValue a = operandValue(s.operands[0]);
   GenValue bm = operandValue(s.operands[1]);
-  const TensorType &outType = s.resultTypes[0];
+  const TensorType &outType = inferredType(s, 0);
   ElementType t = a.type.elementType;
   int64_t ra = a.type.rank(), rb = bm.type.rank();
   if (ra == 0 || rb == 0)
@@ -287,9 +292,22 @@ LogicalResult Generator::genReduction(const Statement &s) {
     Value count;
     if (mean) {
       // The element count as a float: 0 over an empty extent (0/0 = NaN).
-      Value n = indexConst(loc, 1);
-      for (int64_t ax : axes)
-        n = arith::MulIOp::create(builder, loc, n, dimOf(loc, x, ax));
+      int64_t staticCount = 1;
+      Value n;
+      for (int64_t ax : axes) {
+        const Dim &d = x.type.dims[ax];
+        if (d.isStatic()) {
+          staticCount *= d.size;
+          continue;
+        }
+        Value size = dimOf(loc, x, ax);
+        n = n ? arith::MulIOp::create(builder, loc, n, size).getResult() : size;
+      }
+      if (!n)
+        n = indexConst(loc, staticCount);
+      else if (staticCount != 1)
+        n = arith::MulIOp::create(builder, loc, n,
+                                  indexConst(loc, staticCount));
       count = arith::SIToFPOp::create(
           builder, loc, acc,
           arith::IndexCastOp::create(builder, loc, builder.getI64Type(), n));
@@ -302,7 +320,7 @@ LogicalResult Generator::genReduction(const Statement &s) {
                        });
   }
   if (keepDims)
-    result = expandUnitDims(loc, result, tensorType(s.resultTypes[0]), axes,
+    result = expandUnitDims(loc, result, tensorType(inferredType(s, 0)), axes,
                             reducedDims);
   define(s, 0, result);
   return success();
@@ -390,7 +408,7 @@ LogicalResult Generator::genArgReduction(const Statement &s) {
       });
   Value result = results[1];
   if (keepDims)
-    result = expandUnitDims(loc, result, tensorType(s.resultTypes[0]), {axis},
+    result = expandUnitDims(loc, result, tensorType(inferredType(s, 0)), {axis},
                             reducedDims);
   define(s, 0, result);
   return success();
@@ -482,6 +500,166 @@ LogicalResult Generator::genSoftmax(const Statement &s) {
                        Value d = arith::SubFOp::create(b, l, v, args[1]);
                        Value r = arith::SubFOp::create(
                            b, l, d, math::LogOp::create(b, l, args[2]));
+                       linalg::YieldOp::create(b, l, narrow(b, l, t, r));
+                     })[0];
+  }
+  define(s, 0, result);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// layer_norm, rms_norm
+//===----------------------------------------------------------------------===//
+
+LogicalResult Generator::genNorm(const Statement &s) {
+  Location loc = s.loc;
+  bool layer = s.op == "layer_norm";
+  GenValue x = operandValue(s.operands[0]);
+  SmallVector<GenValue> params; // %g, then %b for layer_norm
+  for (size_t i = 1; i < s.operands.size(); ++i)
+    params.push_back(operandValue(s.operands[i]));
+  ElementType t = x.type.elementType;
+  if (!isFloat(t))
+    return emitError(s.opLoc)
+           << "'" << s.op << "' is not defined on " << elementTypeName(t);
+  int64_t rank = x.type.rank();
+  std::optional<int64_t> axisOr = normalizeAxis(intAttr(s, "axis", -1), rank);
+  if (!axisOr || params.size() != (layer ? 2u : 1u))
+    return emitError(s.opLoc) << "internal error: bad '" << s.op << "'";
+  int64_t axis = *axisOr;
+  double epsilon = layer ? 1e-5 : 1e-6;
+  if (const Attribute *a = s.attr("epsilon"))
+    epsilon = a->value.kind == AttrValue::Int
+                  ? static_cast<double>(a->value.intValue)
+                  : a->value.floatValue;
+
+  // %g and %b have exactly the normalised dims of %x (no broadcasting).
+  SmallVector<int64_t> normDims;
+  for (int64_t d = axis; d < rank; ++d)
+    normDims.push_back(d);
+  for (auto [k, p] : llvm::enumerate(params)) {
+    if (p.type.rank() != rank - axis)
+      return emitError(s.opLoc)
+             << "internal error: bad '" << s.op << "' operand " << k + 1;
+    for (int64_t j = 0; j < p.type.rank(); ++j) {
+      if (dimsProvablyEqual(p.type.dims[j], x.type.dims[axis + j]))
+        continue;
+      Value have = dimOf(loc, p, j), want = dimOf(loc, x, axis + j);
+      Value ok = arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq,
+                                       have, want);
+      emitCheck(loc, ok, have, want,
+                s.op + ": dim " + Twine(j) + " of operand " + Twine(k + 1) +
+                    " has size {0} but dim " + Twine(axis + j) +
+                    " of operand 0 has size {1}");
+    }
+  }
+
+  Type acc = computeType(ctx, t);
+  TensorType rowType = dropDims(x.type, normDims);
+  SmallVector<Value> rowDims, fullDims;
+  for (int64_t i = 0; i < rank; ++i) {
+    fullDims.push_back(dimOf(loc, x, i));
+    if (i < axis)
+      rowDims.push_back(fullDims.back());
+  }
+  // The element count of one normalised slice, as a float.
+  int64_t staticCount = 1;
+  Value n;
+  for (int64_t d : normDims) {
+    if (x.type.dims[d].isStatic()) {
+      staticCount *= x.type.dims[d].size;
+      continue;
+    }
+    n = n ? arith::MulIOp::create(builder, loc, n, fullDims[d]).getResult()
+          : fullDims[d];
+  }
+  if (!n)
+    n = indexConst(loc, staticCount);
+  else if (staticCount != 1)
+    n = arith::MulIOp::create(builder, loc, n, indexConst(loc, staticCount));
+  Value count = arith::SIToFPOp::create(
+      builder, loc, acc,
+      arith::IndexCastOp::create(builder, loc, builder.getI64Type(), n));
+  Value eps = constFloat(builder, loc, acc, epsilon);
+
+  AffineMap id = builder.getMultiDimIdentityMap(rank);
+  AffineMap row = keptMap(builder, rank, normDims);
+  SmallVector<int64_t> leading;
+  for (int64_t i = 0; i < axis; ++i)
+    leading.push_back(i);
+  AffineMap param = keptMap(builder, rank, leading);
+  RankedTensorType rowAcc = tensorType(rowType, acc);
+  SmallVector<unsigned> reduce = toUnsigned(normDims);
+  auto zeroInit = [&] {
+    return filledTensor(loc, rowAcc, rowDims,
+                        emitReductionInit(builder, loc, "sum", t));
+  };
+  // sqrt(sum / count + eps), per row.
+  auto denominator = [&](Value sum) {
+    return mapTensor(*this, loc, sum, rowType, acc, rowDims,
+                     [&](OpBuilder &b, Location l, Value v) -> Value {
+                       Value var = arith::DivFOp::create(b, l, v, count);
+                       return math::SqrtOp::create(
+                           b, l, arith::AddFOp::create(b, l, var, eps));
+                     });
+  };
+  RankedTensorType outType = tensorType(x.type);
+  Value out = emptyTensor(loc, outType, fullDims);
+  Value result;
+  if (layer) {
+    // mean, then the variance around it (not E[x^2] - E[x]^2).
+    Value sum =
+        generic(loc, rowAcc, x.value, zeroInit(), {id, row}, rank, reduce,
+                [&](OpBuilder &b, Location l, ValueRange a) {
+                  Value v = widen(b, l, t, a[0]);
+                  linalg::YieldOp::create(
+                      b, l, Value(arith::AddFOp::create(b, l, a[1], v)));
+                })[0];
+    Value mean = mapTensor(*this, loc, sum, rowType, acc, rowDims,
+                           [&](OpBuilder &b, Location l, Value v) -> Value {
+                             return arith::DivFOp::create(b, l, v, count);
+                           });
+    Value sq = generic(
+        loc, rowAcc, ValueRange{x.value, mean}, zeroInit(), {id, row, row},
+        rank, reduce, [&](OpBuilder &b, Location l, ValueRange a) {
+          Value v = widen(b, l, t, a[0]);
+          Value d = arith::SubFOp::create(b, l, v, a[1]);
+          Value d2 = arith::MulFOp::create(b, l, d, d);
+          linalg::YieldOp::create(b, l,
+                                  Value(arith::AddFOp::create(b, l, a[2], d2)));
+        })[0];
+    Value den = denominator(sq);
+    result = generic(
+        loc, outType,
+        ValueRange{x.value, mean, den, params[0].value, params[1].value}, out,
+        {id, row, row, param, param, id}, rank, {},
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          Value v = widen(b, l, t, a[0]);
+          Value norm = arith::DivFOp::create(
+              b, l, arith::SubFOp::create(b, l, v, a[1]), a[2]);
+          Value scaled =
+              arith::MulFOp::create(b, l, norm, widen(b, l, t, a[3]));
+          Value r = arith::AddFOp::create(b, l, scaled, widen(b, l, t, a[4]));
+          linalg::YieldOp::create(b, l, narrow(b, l, t, r));
+        })[0];
+  } else {
+    // x / sqrt(mean(x^2) + eps) * g
+    Value sq =
+        generic(loc, rowAcc, x.value, zeroInit(), {id, row}, rank, reduce,
+                [&](OpBuilder &b, Location l, ValueRange a) {
+                  Value v = widen(b, l, t, a[0]);
+                  Value v2 = arith::MulFOp::create(b, l, v, v);
+                  linalg::YieldOp::create(
+                      b, l, Value(arith::AddFOp::create(b, l, a[1], v2)));
+                })[0];
+    Value den = denominator(sq);
+    result = generic(loc, outType, ValueRange{x.value, den, params[0].value},
+                     out, {id, row, param, id}, rank, {},
+                     [&](OpBuilder &b, Location l, ValueRange a) {
+                       Value v = widen(b, l, t, a[0]);
+                       Value norm = arith::DivFOp::create(b, l, v, a[1]);
+                       Value r = arith::MulFOp::create(b, l, norm,
+                                                       widen(b, l, t, a[2]));
                        linalg::YieldOp::create(b, l, narrow(b, l, t, r));
                      })[0];
   }

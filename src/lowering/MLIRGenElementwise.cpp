@@ -270,7 +270,7 @@ LogicalResult Generator::genUnary(const Statement &s) {
   if (const Attribute *a = s.attr("approximate"))
     geluTanh =
         a->value.kind == AttrValue::String && a->value.stringValue == "tanh";
-  Value r = genElementwise(s, {x}, s.resultTypes[0],
+  Value r = genElementwise(s, {x}, inferredType(s, 0),
                            [&](OpBuilder &b, Location l, ArrayRef<Value> v) {
                              return emitUnary(b, l, s.op, t, v[0], geluTanh);
                            });
@@ -284,7 +284,7 @@ LogicalResult Generator::genBinary(const Statement &s) {
   ElementType t = operandElementType(ops);
   if (!binaryDefined(s.op, t))
     return notDefined(s, t);
-  Value r = genElementwise(s, ops, s.resultTypes[0],
+  Value r = genElementwise(s, ops, inferredType(s, 0),
                            [&](OpBuilder &b, Location l, ArrayRef<Value> v) {
                              return emitBinary(b, l, s.op, t, v[0], v[1]);
                            });
@@ -296,7 +296,7 @@ LogicalResult Generator::genCompare(const Statement &s) {
   SmallVector<EwOperand> ops = {ewOperand(s.loc, s.operands[0]),
                                 ewOperand(s.loc, s.operands[1])};
   ElementType t = operandElementType(ops);
-  Value r = genElementwise(s, ops, s.resultTypes[0],
+  Value r = genElementwise(s, ops, inferredType(s, 0),
                            [&](OpBuilder &b, Location l, ArrayRef<Value> v) {
                              return emitCompare(b, l, s.op, t, v[0], v[1]);
                            });
@@ -309,7 +309,7 @@ LogicalResult Generator::genSelect(const Statement &s) {
                                 ewOperand(s.loc, s.operands[1]),
                                 ewOperand(s.loc, s.operands[2])};
   Value r =
-      genElementwise(s, ops, s.resultTypes[0],
+      genElementwise(s, ops, inferredType(s, 0),
                      [&](OpBuilder &b, Location l, ArrayRef<Value> v) -> Value {
                        return arith::SelectOp::create(b, l, v[0], v[1], v[2]);
                      });
@@ -320,8 +320,8 @@ LogicalResult Generator::genSelect(const Statement &s) {
 LogicalResult Generator::genCast(const Statement &s) {
   EwOperand x = ewOperand(s.loc, s.operands[0]);
   ElementType from = x.type.elementType;
-  ElementType to = s.resultTypes[0].elementType;
-  Value r = genElementwise(s, {x}, s.resultTypes[0],
+  ElementType to = inferredType(s, 0).elementType;
+  Value r = genElementwise(s, {x}, inferredType(s, 0),
                            [&](OpBuilder &b, Location l, ArrayRef<Value> v) {
                              return emitCast(b, l, from, to, v[0]);
                            });
@@ -331,7 +331,7 @@ LogicalResult Generator::genCast(const Statement &s) {
 
 LogicalResult Generator::genBroadcastTo(const Statement &s) {
   EwOperand x = ewOperand(s.loc, s.operands[0]);
-  const TensorType &out = s.resultTypes[0];
+  const TensorType &out = inferredType(s, 0);
   if (x.type.rank() > out.rank())
     return emitError(s.opLoc) << "internal error: broadcast_to of "
                               << x.type.str() << " to " << out.str();

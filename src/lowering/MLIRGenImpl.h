@@ -5,8 +5,10 @@
 // run-time checks and the dispatch of statements; MLIRGenElementwise.cpp the
 // NumPy broadcasting and the elementwise ops; MLIRGenScalar.cpp the scalar
 // semantics of every elementwise op (the spec's operation table, NumPy as
-// the reference); MLIRGenContract.cpp matmul, reductions, argmax/argmin and
-// softmax. Everything here is private to the lowering library.
+// the reference); MLIRGenContract.cpp matmul, reductions, argmax/argmin,
+// softmax, layer_norm and rms_norm; MLIRGenLayout.cpp transpose, reshape,
+// concat, slice and gather. Everything here is private to the lowering
+// library.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KINA_LOWERING_MLIRGENIMPL_H
@@ -138,6 +140,13 @@ struct BroadcastInput {
 using ScalarBody = llvm::function_ref<mlir::Value(
     mlir::OpBuilder &, mlir::Location, llvm::ArrayRef<mlir::Value>)>;
 
+/// The type inference gave result `i` of `s`, before an annotation refined
+/// a `?` (Statement::inferredTypes): ops are built with this shape and
+/// Generator::define checks the refinement at run time.
+inline const TensorType &inferredType(const Statement &s, size_t i) {
+  return i < s.inferredTypes.size() ? s.inferredTypes[i] : s.resultTypes[i];
+}
+
 class Generator {
 public:
   Generator(mlir::MLIRContext &ctx, const Module &module,
@@ -245,9 +254,15 @@ public:
   mlir::LogicalResult checkNonEmpty(const Statement &s, const GenValue &v,
                                     llvm::ArrayRef<int64_t> dims);
 
+  /// layer_norm and rms_norm (over the dims from `axis` to the last).
+  mlir::LogicalResult genNorm(const Statement &s);
+
   // --- MLIRGenLayout.cpp --------------------------------------------------
   mlir::LogicalResult genTranspose(const Statement &s);
   mlir::LogicalResult genReshape(const Statement &s);
+  mlir::LogicalResult genConcat(const Statement &s);
+  mlir::LogicalResult genSlice(const Statement &s);
+  mlir::LogicalResult genGather(const Statement &s);
 
   mlir::MLIRContext &ctx;
   const Module &kmodule;

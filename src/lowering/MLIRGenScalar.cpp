@@ -536,12 +536,22 @@ Value emitCast(OpBuilder &b, Location loc, ElementType from, ElementType to,
                                    constFloat(b, loc, x.getType(), 0.0));
     return floatToInt(b, loc, widen(b, loc, from, x), toType);
   }
+  // No integer-to-bf16 conversion reaches LLVM: it lowers one with
+  // __truncsfbf2, which Debian 12's libgcc lacks (and the canonicalizer
+  // folds truncf(sitofp) of a narrow integer back into one), so i1 selects
+  // a constant and i8 takes the i32 path, whose truncf arith-expand turns
+  // into integer code.
   if (from == ElementType::I1) {
+    if (to == ElementType::BF16)
+      return arith::SelectOp::create(b, loc, x, constFloat(b, loc, toType, 1.0),
+                                     constFloat(b, loc, toType, 0.0));
     if (isFloat(to))
       return arith::UIToFPOp::create(b, loc, toType, x);
     return arith::ExtUIOp::create(b, loc, toType, x);
   }
-  if (to == ElementType::BF16 && elementBitWidth(from) > 8)
+  if (to == ElementType::BF16 && elementBitWidth(from) < 32)
+    return intToBF16(b, loc, arith::ExtSIOp::create(b, loc, b.getI32Type(), x));
+  if (to == ElementType::BF16)
     return intToBF16(b, loc, x);
   if (isFloat(to)) // exact or correctly rounded once (f16: |x| < 2^24)
     return arith::SIToFPOp::create(b, loc, toType, x);

@@ -8,6 +8,7 @@
 //   kina-buffer-ownership, kina-entry-points            (Passes.h)
 //   convert-linalg-to-loops, expand-strided-metadata, lower-affine,
 //   convert-scf-to-cf, canonicalize + cse               (cleanup at -O1+)
+//   arith-expand{include-bf16}                          (bf16 without libgcc)
 //   convert-math-to-llvm, convert-math-to-libm          (erf & co. via libm)
 //   kina-lower-to-llvm, reconcile-unrealized-casts, kina-internalize
 //
@@ -24,6 +25,7 @@
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -69,7 +71,8 @@ LogicalResult lowerToLLVMDialect(ModuleOp module, const Module &kinaModule,
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   pm.addPass(createBufferOwnershipPass());
-  pm.addPass(createEntryPointsPass(&kinaModule, options.symbolPrefix));
+  pm.addPass(
+      createEntryPointsPass(&kinaModule, options.symbolPrefix, options.stamp));
 
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
@@ -79,6 +82,11 @@ LogicalResult lowerToLLVMDialect(ModuleOp module, const Module &kinaModule,
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
+  // bf16 conversions as integer code: LLVM would call __truncsfbf2, which
+  // Debian 12's libgcc lacks (round to nearest even, NaN kept).
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createLowerToLLVMPass(kHostAllocFunction));

@@ -1,25 +1,43 @@
 #!/usr/bin/env python3
-"""Bad-input tests of kinac: every case must fail cleanly.
+"""Bad-input tests of kinac: every case must fail cleanly, with exact diagnostics.
 
-Each `cases/*.kir` file names what kinac must print in its leading comment
-lines:
+Each `cases/*.kir` file holds its expected diagnostics in comments, in the
+form of MLIR's -verify-diagnostics with a column added (docs/diagnostics.md):
 
-    # expect: LINE:COL: error: MESSAGE-SUBSTRING
+    // expected-error@+1:8 {{unknown operation 'frobnicate'}}
+    // expected-note@-2:3 {{previous definition of %y is here}}
 
-(several `expect` lines for several errors; `# expect-driver: MESSAGE` for an
-error with no place in the source, printed as `kinac: error: ...`;
-`# flags: ...` for extra kinac flags). For each
-case the test checks that kinac exits with status 1, prints each expected
-`FILE:LINE:COL: error: ...` (and for located errors the source line and a
-caret), does not crash, writes no output file, leaves an existing output
-file byte-for-byte untouched, and leaves no temporary file beside it.
-Driver-level cases (missing file, bad flags, empty and binary inputs) are
-built in below.
+(`@+N`/`@-N` relative to the annotation's line, `@N` absolute, none: the same
+line; `:COL` is required here; the message is compared whole) and, if it
+needs them, extra kinac flags in a `// flags: ...` line. For each case this
+test checks, independently of one another:
+
+  1. `kinac --verify-diagnostics` (kinac's own matcher) exits 0 and prints
+     nothing;
+  2. a normal run, once with no output file and once with an existing one,
+     exits with status 1 (not a crash), prints every expected diagnostic as
+     `FILE:LINE:COL: SEVERITY: MESSAGE` (errors followed by the source line
+     and a caret under COL) and no other error, writes no output file,
+     leaves the existing one byte for byte, and leaves no file beside it;
+  3. `--diagnostics-format=json` prints exactly the expected diagnostics as
+     JSON objects (file, line, col, severity, message, notes), exit 1.
+
+The limit cases too large to commit (a 16 MiB file, a 64 KiB line, 100 000
+statements, 10 000 functions, 4096-entry lists) are generated here with
+their annotations and checked the same way. Driver-level errors (missing
+files, bad flags, a missing C compiler, unwritable output...) have no place
+in a source: they are checked as `kinac: error: ...` in text and as JSON
+objects with null file, line and col. Verify mode itself is checked to fail
+on a wrong column, a wrong message, a missing, an unexpected diagnostic and
+a malformed annotation.
 
 Usage: run_diagnostics.py --kinac PATH --workdir DIR
 """
 import argparse
+import collections
+import concurrent.futures
 import glob
+import json
 import os
 import re
 import shutil
@@ -28,73 +46,315 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SENTINEL = b"existing output, must survive\n"
+MIN_CASES = 80
+ANNOTATION = re.compile(
+    r"expected-(error|warning|note|remark)(?:@([+-]?[0-9]+|above|below))?"
+    r"(?::([0-9]+))?[ \t]*\{\{(.*)\}\}")
+Expect = collections.namedtuple("Expect", "line col severity message")
 
 
-def run_case(kinac, workdir, name, args, expects, input_path=None):
-    """Runs kinac with `args` + `-o out.o` twice (output absent, then an
-    existing output); returns a list of failure messages."""
-    problems = []
-    case_dir = os.path.join(workdir, name)
-    shutil.rmtree(case_dir, ignore_errors=True)
-    os.makedirs(case_dir)
-    for existing in (False, True):
-        out = os.path.join(case_dir, "out.o")
-        if existing:
-            with open(out, "wb") as f:
-                f.write(SENTINEL)
-        p = subprocess.run([kinac] + args + ["-o", out], capture_output=True,
-                           cwd=case_dir, timeout=120)
-        err = p.stderr.decode("utf-8", "replace")
-        if p.returncode != 1:
-            problems.append(f"exit code {p.returncode}, expected 1; stderr:\n{err}")
-        for kind, text in expects:
-            if kind == "driver":
-                if f"kinac: error: {text}" not in err and not re.search(
-                        r"kinac: error: .*" + re.escape(text), err):
-                    problems.append(f"missing 'kinac: error: ...{text}' in:\n{err}")
-            else:
-                loc, msg = text
-                want = f"{input_path}:{loc}: error: "
-                lines = err.splitlines()
-                hits = [i for i, l in enumerate(lines) if l.startswith(want) and msg in l]
-                if not hits:
-                    problems.append(f"missing '{want}...{msg}' in:\n{err}")
-                elif not any(i + 2 < len(lines) and lines[i + 2].strip().startswith("^")
-                             for i in hits):
-                    problems.append(f"no source line and caret after '{want}{msg}':\n{err}")
-        if existing:
-            with open(out, "rb") as f:
-                if f.read() != SENTINEL:
-                    problems.append("existing output file was modified")
-        elif os.path.exists(out):
-            problems.append("an output file was written")
-        leftovers = [f for f in os.listdir(case_dir) if f != "out.o"]
-        if leftovers:
-            problems.append(f"files left beside the output: {leftovers}")
-    return problems
+def parse_annotations(path):
+    """The expectations written in `path`, as Expect tuples (col required)."""
+    expects, problems = [], []
+    with open(path, "rb") as f:
+        lines = f.read().split(b"\n")
+    for i, raw in enumerate(lines, start=1):
+        text = raw.decode("utf-8", "surrogateescape").rstrip("\r")
+        at = text.find("expected-")
+        if at < 0 or not re.match(r"expected-(error|warning|note|remark)",
+                                  text[at:]):
+            continue
+        m = ANNOTATION.match(text[at:])
+        if not m:
+            problems.append(f"line {i}: malformed annotation: {text[at:]}")
+            continue
+        spec = m.group(2)
+        if spec is None:
+            line = i
+        elif spec == "above":
+            line = i - 1
+        elif spec == "below":
+            line = i + 1
+        elif spec[0] in "+-":
+            line = i + int(spec)
+        else:
+            line = int(spec)
+        if m.group(3) is None:
+            problems.append(f"line {i}: annotation without a column")
+            continue
+        expects.append(Expect(line, int(m.group(3)), m.group(1), m.group(4)))
+    return expects, problems
 
 
 def parse_flags(path):
     with open(path, "rb") as f:
         for raw in f.read().split(b"\n"):
-            m = re.match(r"\s*(?:#|//)\s*flags:\s*(.*)$", raw.decode("utf-8", "replace"))
+            m = re.match(r"\s*(?:#|//)\s*flags:\s*(.*)$",
+                         raw.decode("utf-8", "replace"))
             if m:
                 return m.group(1).split()
     return []
 
 
-def parse_expects(path):
-    expects = []
+def run(kinac, args, cwd, env=None):
+    p = subprocess.run([kinac] + args, capture_output=True, cwd=cwd,
+                       timeout=300, env=env)
+    return p.returncode, p.stderr.decode("utf-8", "surrogateescape")
+
+
+def fresh_dir(workdir, name):
+    d = os.path.join(workdir, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    return d
+
+
+def check_outputs(case_dir, out, existing, problems):
+    """No output written, an existing one untouched, nothing left beside."""
+    if existing:
+        with open(out, "rb") as f:
+            if f.read() != SENTINEL:
+                problems.append("existing output file was modified")
+    elif os.path.exists(out):
+        problems.append("an output file was written")
+    leftovers = [f for f in os.listdir(case_dir) if f != "out.o"]
+    if leftovers:
+        problems.append(f"files left beside the output: {leftovers}")
+
+
+def printable(line):
+    """LLVM prints the caret under lines of printable ASCII only."""
+    return all(c == "\t" or " " <= c <= "~" for c in line)
+
+
+def check_text(err, path, source_lines, expects, problems):
+    lines = err.splitlines()
+    for e in expects:
+        want = f"{path}:{e.line}:{e.col}: {e.severity}: {e.message}"
+        hits = [i for i, l in enumerate(lines) if l == want]
+        if not hits:
+            problems.append(f"missing '{want}' in:\n{err}")
+            continue
+        if e.severity != "error":
+            continue
+        # The source line and a caret under the column (LLVM prints them
+        # when the line is printable text).
+        src = source_lines[e.line - 1] if e.line <= len(source_lines) else ""
+        if not printable(src):
+            continue
+        i = hits[0]
+        if i + 2 >= len(lines) or lines[i + 1] != src or \
+                lines[i + 2].find("^") != e.col - 1:
+            problems.append(f"no source line and caret at column {e.col} "
+                            f"after '{want}':\n{err}")
+    errors = [l for l in lines if l.startswith(f"{path}:") and ": error: " in l]
+    want_errors = sum(1 for e in expects if e.severity == "error")
+    if len(errors) != want_errors:
+        problems.append(f"{len(errors)} errors printed, {want_errors} "
+                        f"expected:\n{err}")
+
+
+def check_json(err, path, expects, problems):
+    got = []
+    for line in err.splitlines():
+        try:
+            j = json.loads(line)
+        except ValueError:
+            problems.append(f"not a JSON line: {line!r}")
+            return
+        for obj in [j] + j.get("notes", []):
+            missing = {"file", "line", "col", "severity", "message"} - set(obj)
+            if missing:
+                problems.append(f"JSON diagnostic without {missing}: {line}")
+                return
+            if obj["file"] != path:
+                problems.append(f"JSON diagnostic names file {obj['file']!r}, "
+                                f"expected {path!r}")
+            got.append(Expect(obj["line"], obj["col"], obj["severity"],
+                              obj["message"]))
+        if "notes" not in j:
+            problems.append(f"JSON diagnostic without notes: {line}")
+    if collections.Counter(got) != collections.Counter(expects):
+        problems.append("JSON diagnostics differ from the annotations:\n"
+                        f"  got:      {sorted(got)}\n"
+                        f"  expected: {sorted(expects)}")
+
+
+def run_located_case(kinac, workdir, name, path, flags):
+    """All checks of a source file with annotations; returns problems."""
+    expects, problems = parse_annotations(path)
+    if not any(e.severity == "error" for e in expects):
+        problems.append("case has no expected-error annotation")
+    if problems:
+        return problems
     with open(path, "rb") as f:
-        for raw in f.read().split(b"\n"):
-            line = raw.decode("utf-8", "replace")
-            m = re.match(r"\s*(?:#|//)\s*expect:\s*(\d+:\d+): error: (.*)$", line)
-            if m:
-                expects.append(("located", (m.group(1), m.group(2).strip())))
-            m = re.match(r"\s*(?:#|//)\s*expect-driver:\s*(.*)$", line)
-            if m:
-                expects.append(("driver", m.group(1).strip()))
-    return expects
+        source_lines = f.read().decode("utf-8", "surrogateescape").split("\n")
+    case_dir = fresh_dir(workdir, name)
+
+    rc, err = run(kinac, ["--verify-diagnostics", path] + flags, case_dir)
+    if rc != 0 or err:
+        problems.append(f"--verify-diagnostics exit code {rc}, expected 0; "
+                        f"stderr:\n{err}")
+
+    out = os.path.join(case_dir, "out.o")
+    for existing in (False, True):
+        if existing:
+            with open(out, "wb") as f:
+                f.write(SENTINEL)
+        rc, err = run(kinac, [path] + flags + ["-o", out], case_dir)
+        if rc != 1:
+            problems.append(f"exit code {rc}, expected 1; stderr:\n{err}")
+        check_text(err, path, source_lines, expects, problems)
+        check_outputs(case_dir, out, existing, problems)
+
+    rc, err = run(kinac, ["--diagnostics-format=json", path] + flags +
+                  ["-o", out], case_dir)
+    if rc != 1:
+        problems.append(f"JSON run: exit code {rc}, expected 1")
+    check_json(err, path, expects, problems)
+    check_outputs(case_dir, out, True, problems)
+    return problems
+
+
+def run_driver_case(kinac, workdir, name, args, needle, env=None,
+                    add_output=True):
+    """A driver-level error: `kinac: error: ...needle...`, exit 1, no
+    output; and the same error as JSON with null file, line and col."""
+    problems = []
+    case_dir = fresh_dir(workdir, name)
+    out = os.path.join(case_dir, "out.o")
+    full_env = dict(os.environ, **(env or {}))
+    for existing in (False, True):
+        if existing:
+            with open(out, "wb") as f:
+                f.write(SENTINEL)
+        extra = ["-o", out] if add_output else []
+        rc, err = run(kinac, args + extra, case_dir, full_env)
+        if rc != 1:
+            problems.append(f"exit code {rc}, expected 1; stderr:\n{err}")
+        first = err.splitlines()[0] if err else ""
+        if not first.startswith("kinac: error: ") or needle not in first:
+            problems.append(f"expected 'kinac: error: ...{needle}...' first, "
+                            f"got:\n{err}")
+        if add_output:
+            check_outputs(case_dir, out, existing, problems)
+    rc, err = run(kinac, ["--diagnostics-format=json"] + args +
+                  (["-o", out] if add_output else []), case_dir, full_env)
+    try:
+        objs = [json.loads(l) for l in err.splitlines()]
+    except ValueError:
+        objs = []
+    if rc != 1 or len(objs) != 1 or objs[0].get("file", 0) is not None or \
+            objs[0].get("line", 0) is not None or \
+            objs[0].get("col", 0) is not None or \
+            objs[0].get("severity") != "error" or \
+            needle not in objs[0].get("message", "") or \
+            objs[0].get("notes") != []:
+        problems.append(f"JSON form: exit code {rc}, expected one object with "
+                        f"null file/line/col and '{needle}'; got:\n{err}")
+    return problems
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+    return path
+
+
+def generated_limit_cases(gen):
+    """(name, path) of the limit cases too large to commit."""
+    head = "func @f(%x: f32[4]) -> f32[4] {\n"
+    cases = []
+    # A file one byte above 16 MiB (made of comment lines below the line
+    # limit), with the error at 1:1.
+    body = ("// expected-error@1:1 {{the file is 16777217 bytes long, above "
+            "the maximum of 16777216 bytes (16 MiB)}}\n" + head +
+            "  return %x\n}\n")
+    filler = 16 * 1024 * 1024 + 1 - len(body)
+    comment = "#" + "x" * 998 + "\n"
+    text = body + comment * (filler // 1000)
+    text += "#" * (filler - len(comment) * (filler // 1000))
+    assert len(text) == 16 * 1024 * 1024 + 1
+    cases.append(("limit-file-size", write(os.path.join(gen, "big.kir"), text)))
+    # A line of 65537 bytes (a comment) on line 3.
+    text = ("// expected-error@+2:65537 {{line 3 is 65537 bytes long, above "
+            "the maximum of 65536 bytes (a dense<...> literal may span "
+            "lines)}}\n" + head + "#" * 65537 + "\n  return %x\n}\n")
+    cases.append(("limit-line-length",
+                  write(os.path.join(gen, "long-line.kir"), text)))
+    # 100 001 statements in one function.
+    stmts = "".join(f"  %v{i} = neg %x\n" for i in range(100000))
+    text = (head + stmts + "// expected-error@+1:3 {{@f has more than 100000 "
+            "statements, the maximum per function}}\n  %last = neg %x\n"
+            "  return %x\n}\n")
+    cases.append(("limit-statements",
+                  write(os.path.join(gen, "statements.kir"), text)))
+    # 10 001 functions.
+    fns = "".join(f"func @f{i}(%x: f32[4]) -> f32[4] {{\n  return %x\n}}\n"
+                  for i in range(10000))
+    text = (fns + "// expected-error@+1:1 {{the module has more than 10000 "
+            "functions, the maximum}}\nfunc @g(%x: f32[4]) -> f32[4] {\n"
+            "  return %x\n}\n")
+    cases.append(("limit-functions",
+                  write(os.path.join(gen, "functions.kir"), text)))
+    # 4097 parameters, one per line; the error is at the last one.
+    params = ",\n".join(f"  %p{i}: f32" for i in range(4096))
+    text = ("func @f(\n" + params + ",\n// expected-error@+1:3 {{the parameter "
+            "list of @f has more than 4096 entries, the maximum}}\n"
+            "  %p4096: f32) -> f32 {\n  return %p0\n}\n")
+    cases.append(("limit-parameters",
+                  write(os.path.join(gen, "parameters.kir"), text)))
+    # 4097 operands of one concat (one line of about 16 KiB).
+    col = len("  %y = concat ") + 4096 * len("%x, ") + 1
+    text = (head + f"// expected-error@+1:{col} {{{{the operand list of "
+            "'concat' has more than 4096 entries, the maximum}}\n"
+            "  %y = concat " + ", ".join(["%x"] * 4097) +
+            "\n  return %x\n}\n")
+    cases.append(("limit-operands",
+                  write(os.path.join(gen, "operands.kir"), text)))
+    return cases
+
+
+def verify_mode_self_tests(kinac, workdir):
+    """--verify-diagnostics must fail, saying why, when annotations and
+    diagnostics differ."""
+    results = []
+    d = fresh_dir(workdir, "verify-self-test")
+    good = ("func @f(%x: f32[4]) -> f32[4] {\n"
+            "  %y = frobnicate %x\n  return %x\n}\n")
+    variants = {
+        "wrong-column": ("// expected-error@+2:9 {{unknown operation "
+                         "'frobnicate'}}\n", "expected error at 3:9 was not "
+                         "produced"),
+        "wrong-message": ("// expected-error@+2:8 {{unknown operation "
+                          "'frob'}}\n", "unexpected error: unknown operation "
+                          "'frobnicate'"),
+        "unexpected": ("", "unexpected error: unknown operation "
+                       "'frobnicate'"),
+        "missing": ("// expected-error@+2:8 {{unknown operation "
+                    "'frobnicate'}}\n// expected-error@+3:3 {{not emitted}}\n",
+                    "expected error at 5:3 was not produced: not emitted"),
+        "malformed": ("// expected-error@+2:8 {{unknown operation "
+                      "'frobnicate'}}\n// expected-error@+1 {{unclosed\n",
+                      "malformed diagnostic annotation"),
+    }
+    for name, (annotation, needle) in variants.items():
+        path = write(os.path.join(d, name + ".kir"), annotation + good)
+        rc, err = run(kinac, ["--verify-diagnostics", path], d)
+        problems = []
+        if rc != 1:
+            problems.append(f"exit code {rc}, expected 1; stderr:\n{err}")
+        if needle not in err:
+            problems.append(f"missing '{needle}' in:\n{err}")
+        results.append(("verify-mode-" + name, problems))
+    # Without annotations and without errors, verify mode succeeds.
+    path = write(os.path.join(d, "clean.kir"),
+                 "func @f(%x: f32[4]) -> f32[4] {\n  return %x\n}\n")
+    rc, err = run(kinac, ["--verify-diagnostics", "--emit=mlir", path], d)
+    results.append(("verify-mode-clean",
+                    [] if rc == 0 and not err else
+                    [f"exit code {rc}, expected 0; stderr:\n{err}"]))
+    return results
 
 
 def main():
@@ -104,40 +364,84 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     kinac = os.path.abspath(args.kinac)
-
     results = []
-    # Driver-level cases: no place in a source file.
-    gen = os.path.join(args.workdir, "inputs")
-    os.makedirs(gen, exist_ok=True)
-    empty = os.path.join(gen, "empty.kir")
-    open(empty, "wb").close()
-    binary = os.path.join(gen, "binary.kir")
-    with open(binary, "wb") as f:
-        f.write(bytes(range(256)) * 4)
-    good = os.path.join(HERE, "..", "..", "samples", "digits", "mlp.kir")
-    builtin = [
-        ("missing-file", [os.path.join(gen, "does-not-exist.kir")],
-         [("driver", "cannot open")], None),
-        ("no-input", [], [("driver", "no input files")], None),
-        ("bad-flag", [good, "--no-such-flag"], [("driver", "--no-such-flag")], None),
-        ("bad-emit", [good, "--emit=exe"], [("driver", "emit")], None),
-        ("bad-opt-level", [good, "-O7"], [("driver", "-O")], None),
-        ("bad-target", [good, "--target=tpu"], [("driver", "target")], None),
-        ("missing-llc", [good, "--llc=/nonexistent/llc"], [("driver", "llc")], None),
-        ("empty-file", [empty], [("located", ("1:1", "expected"))], empty),
-        ("binary-file", [binary], [("located", ("1:1", ""))], binary),
-    ]
-    for name, cargs, expects, path in builtin:
-        results.append((name, run_case(kinac, args.workdir, name, cargs, expects, path)))
 
-    for path in sorted(glob.glob(os.path.join(HERE, "cases", "*.kir"))):
-        name = os.path.splitext(os.path.basename(path))[0]
-        expects = parse_expects(path)
-        if not expects:
-            results.append((name, ["case has no '# expect:' line"]))
-            continue
-        results.append((name, run_case(kinac, args.workdir, name,
-                                       [path] + parse_flags(path), expects, path)))
+    case_files = sorted(glob.glob(os.path.join(HERE, "cases", "*.kir")))
+    if len(case_files) < MIN_CASES:
+        results.append(("case-count", [f"only {len(case_files)} cases, at "
+                                       f"least {MIN_CASES} expected"]))
+    gen = fresh_dir(args.workdir, "generated")
+    located = [(os.path.splitext(os.path.basename(p))[0], p, parse_flags(p))
+               for p in case_files]
+    located += [(name, p, []) for name, p in generated_limit_cases(gen)]
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+        futures = [(name, pool.submit(run_located_case, kinac, args.workdir,
+                                      name, p, flags))
+                   for name, p, flags in located]
+        results += [(name, f.result()) for name, f in futures]
+
+    # Inputs with no room for annotations: the errors are known.
+    empty = write(os.path.join(gen, "empty.kir"), b"")
+    results.append(("empty-file", run_located_case(
+        kinac, args.workdir, "empty-file",
+        write(os.path.join(gen, "empty-annotated.kir"),
+              "// expected-error@1:1 {{expected at least one function "
+              "('func @name(...) -> type { ... }')}}\n"), [])))
+    binary = write(os.path.join(gen, "binary.kir"), bytes(range(256)) * 4)
+    for name, path in (("empty-file-no-comment", empty),
+                       ("binary-file", binary)):
+        d = fresh_dir(args.workdir, name)
+        rc, err = run(kinac, [path, "-o", os.path.join(d, "out.o")], d)
+        problems = [] if rc == 1 and f"{path}:1:1: error: " in err else [
+            f"exit code {rc}, expected 1 and an error at 1:1:\n{err}"]
+        check_outputs(d, os.path.join(d, "out.o"), False, problems)
+        results.append((name, problems))
+
+    good = os.path.join(HERE, "..", "..", "samples", "digits", "mlp.kir")
+    main_c = write(os.path.join(gen, "main.c"), "int main(void) { return 0; }\n")
+    missing = os.path.join(gen, "does-not-exist.kir")
+    directory = os.path.join(gen, "directory.kir")
+    os.makedirs(directory, exist_ok=True)
+    driver_cases = [
+        ("missing-file", [missing], f"cannot open '{missing}': No such file"),
+        ("directory-input", [directory], f"cannot open '{directory}': Is a "
+         "directory"),
+        ("no-input", [], "no input files"),
+        ("no-kir-input", [main_c], "no .kir input file"),
+        ("two-kir-inputs", [good, good], "one .kir input at a time"),
+        ("bad-flag", [good, "--no-such-flag"], "--no-such-flag"),
+        ("bad-emit", [good, "--emit=exe"], "--emit: exe not in"),
+        ("bad-opt-level", [good, "-O7"], "-O: Value 7 not in range 0 to 3"),
+        ("bad-target", [good, "--target=tpu"], "--target: tpu not in {cpu}"),
+        ("bad-diagnostics-format", [good, "--diagnostics-format=xml"],
+         "--diagnostics-format: xml not in {text,json}"),
+        ("emit-with-link", [good, main_c, "--emit=mlir"],
+         "--emit=mlir cannot be combined with C sources"),
+        ("verify-with-link", [good, main_c, "--verify-diagnostics"],
+         "--verify-diagnostics checks one .kir file at a time"),
+        ("missing-llc", [good, "--llc=/nonexistent/llc"],
+         "cannot run 'llc': '/nonexistent/llc' is not an executable file"),
+        ("missing-mlir-translate", [good, "--mlir-translate=/nonexistent/mt"],
+         "cannot run 'mlir-translate': '/nonexistent/mt' is not an "
+         "executable file"),
+    ]
+    for name, cargs, needle in driver_cases:
+        results.append((name, run_driver_case(kinac, args.workdir, name, cargs,
+                                              needle)))
+    results.append(("missing-c-compiler", run_driver_case(
+        kinac, args.workdir, "missing-c-compiler", [good, main_c],
+        "cannot find the C compiler driver 'kina-no-such-cc'",
+        env={"CC": "kina-no-such-cc"})))
+    results.append(("unwritable-output", run_driver_case(
+        kinac, args.workdir, "unwritable-output",
+        [good, "-o", "/nonexistent/dir/out.o"],
+        "cannot write '/nonexistent/dir/out.o': No such file or directory",
+        add_output=False)))
+    results.append(("link-to-stdout", run_driver_case(
+        kinac, args.workdir, "link-to-stdout", [good, main_c, "-o", "-"],
+        "cannot write an executable to standard output", add_output=False)))
+
+    results += verify_mode_self_tests(kinac, args.workdir)
 
     failed = 0
     for name, problems in results:
@@ -145,10 +449,11 @@ def main():
             failed += 1
             print(f"FAIL {name}")
             for p in problems:
-                print("  " + p.replace("\n", "\n  "))
+                print("  " + p.replace("\n", "\n  ")[:4000])
         else:
             print(f"PASS {name}")
-    print(f"{len(results) - failed} passed, {failed} failed")
+    print(f"{len(results) - failed} passed, {failed} failed "
+          f"({len(case_files)} annotated cases)")
     return 1 if failed else 0
 
 

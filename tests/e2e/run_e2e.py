@@ -947,6 +947,43 @@ def _(rng):
     return Case(kir, "f", runs)
 
 
+@case("mismatch_annotation_refinement")
+def _(rng):
+    # `: f32[?, 3]` -> `: f32[M, 3]`: the annotation refines `?` to the symbol
+    # M bound by %m; the run-time size must agree.
+    kir = ("func @f(%a: f32[?, 3], %m: f32[M]) -> f32[M, 3] {\n"
+           "  %e = exp %a : f32[M, 3]\n  return %e\n}\n")
+    a = uniform(rng, (4, 3), -1, 1)
+    return Case(kir, "f", [
+        Run([a, uniform(rng, (4,), -1, 1)], [np.exp(f64(a)).astype(np.float32)]),
+        Run([a, uniform(rng, (5,), -1, 1)], status=1,
+            message=r"(?=.*annotation)(?=.*\b4\b)(?=.*\b5\b)"),
+    ])
+
+
+@case("constant_symbolic_splat")
+def _(rng):
+    # A splat constant over a parameter's symbolic dim takes its run-time size.
+    kir = ("func @f(%x: f32[N, 3]) -> f32[N, 3] {\n"
+           "  %c = constant 0.5 : f32[N, 3]\n  %y = add %x, %c\n"
+           "  return %y\n}\n")
+    runs = []
+    for n in (0, 1, 4):
+        x = uniform(rng, (n, 3), -1, 1)
+        runs.append(Run([x], [(f64(x) + 0.5).astype(np.float32)]))
+    return Case(kir, "f", runs)
+
+
+@case("return_argument_and_twice")
+def _(rng):
+    # Results must be fresh buffers the caller owns, even when the function
+    # returns its own argument or the same value twice.
+    kir = ("func @f(%a: f32[N, 2]) -> (f32[N, 2], f32[N, 2], f32[N, 2]) {\n"
+           "  %e = neg %a\n  return %a, %e, %e\n}\n")
+    a = uniform(rng, (3, 2), -1, 1)
+    return Case(kir, "f", [Run([a], [a, -a, -a])])
+
+
 # --- The C harness -----------------------------------------------------------
 
 C_SIZE = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4,

@@ -525,12 +525,24 @@ TEST_F(SemaTest, ErrorsDoNotCascade) {
             "bf16), found i32[4]\n");
 }
 
+TEST_F(SemaTest, AnnotationSymbolMustBeAParameterDim) {
+  // Only the parameters' symbols have a run-time size to check against.
+  EXPECT_FALSE(check(R"(func @f(%x: f32[?]) -> f32[?] {
+  %a = relu %x : f32[M]
+  return %a
+}
+)"));
+  EXPECT_EQ(allDiags(),
+            "t.kir:2:18: error: symbolic dim 'M' in the annotation of 'relu' "
+            "is not a dim of @f's parameters, so its size is unknown\n");
+}
+
 TEST_F(SemaTest, Annotations) {
   // An annotation may refine `?`; inferredTypes keeps the type before it.
   std::optional<Module> m =
       check(R"(func @f(%x: f32[?, 4], %y: f32[N]) -> f32[N] {
   %a = relu %x : f32[8, 4]
-  %b = relu %x : f32[M, ?]
+  %b = relu %x : f32[N, ?]
   %c = relu %y : f32[?]
   return %c
 }
@@ -539,7 +551,7 @@ TEST_F(SemaTest, Annotations) {
   const auto &b = m->functions[0].body;
   EXPECT_EQ(b[0].resultTypes[0].str(), "f32[8, 4]");
   EXPECT_EQ(b[0].inferredTypes[0].str(), "f32[?, 4]");
-  EXPECT_EQ(b[1].resultTypes[0].str(), "f32[M, 4]");
+  EXPECT_EQ(b[1].resultTypes[0].str(), "f32[N, 4]");
   EXPECT_EQ(b[2].resultTypes[0].str(), "f32[N]"); // written ? keeps N
   EXPECT_EQ(typeOf("%a: f32[N, 64], %w: f32[64, 32]",
                    "%l = matmul %a, %w : f32[N, 10]", "%l"),

@@ -1,0 +1,656 @@
+#!/usr/bin/env python3
+"""Build-system integration tests of kinac (docs/integration.md).
+
+One subcommand per ctest test; each works in its own folder under --work:
+
+  install      `cmake --install` into a temporary prefix: the files the
+               install tree must hold, the installed kinac compiling and
+               printing link flags that point into the prefix, kina.pc; then
+               the prefix is copied elsewhere (relocated) and the copy's
+               kinac, kina.pc and CMake package must point into the copy.
+               Sets up the prefixes the two sample tests use.
+  cmake-project  samples/cmake-project configured with find_package(Kina)
+               against the relocated prefix, built and run; a second build
+               recompiles nothing, touching one .kir recompiles that module
+               only, touching kinac recompiles both; `TARGET cuda` and a bad
+               OPT_LEVEL are configure errors with a clear message.
+  make-project samples/make-project built with `make -j` and the installed
+               kinac, run; the dependency files name the .kir file and
+               kinac; `make -q` says up to date, touching a .kir rebuilds
+               that module only, touching kinac rebuilds both.
+  depfile      kinac -MD/-MF/-MT/-MP: default names, escaping, errors.
+  determinism  every stage's output is byte-identical across runs, working
+               directories, temporary directories and input paths, and holds
+               no path of them.
+  version      objects carry the version stamp; an object compiled for
+               another ABI returns 1 with a message naming both versions on
+               every call, one for the right ABI returns 0.
+  modules      two modules both named model.kir (same module name, same
+               function name), prefixed apart: both headers in one C file,
+               one runtime, one program; and two modules of one name without
+               prefixes but with different functions.
+
+Usage: run_integration.py SUBCOMMAND --build-dir B --source-dir S --work W
+       --kinac K --cmake CMAKE --generator G --cc CC
+Prints what it checks; exits 1 on the first failure.
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, message):
+    if not cond:
+        raise Failure(message)
+
+
+def run(args, cwd=None, env=None, expect=0, timeout=600):
+    """Runs a command; returns (stdout, stderr) as text. Fails unless the exit
+    code is `expect` (None: any)."""
+    shown = " ".join(str(a) for a in args)
+    print(f"+ {shown}" + (f"   (in {cwd})" if cwd else ""), flush=True)
+    p = subprocess.run([str(a) for a in args], cwd=cwd, env=env,
+                       capture_output=True, text=True, timeout=timeout)
+    if expect is not None and p.returncode != expect:
+        raise Failure(f"'{shown}' exited {p.returncode}, expected {expect}\n"
+                      f"stdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+    return p
+
+
+def fresh_dir(path):
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+def mtime(path):
+    return os.stat(path).st_mtime_ns
+
+
+def touch(path):
+    """Makes `path` newer than anything built so far (the sleep covers file
+    systems with coarse timestamps)."""
+    time.sleep(1.1)
+    os.utime(path)
+
+
+def prefix_dir(opts):
+    return os.path.join(opts.work, "install", "prefix")
+
+
+def relocated_dir(opts):
+    return os.path.join(opts.work, "install", "relocated", "kina")
+
+
+def version_of(kinac):
+    out = run([kinac, "--version"]).stdout
+    m = re.search(r"kinac version (\S+)", out)
+    check(m, f"no version in '{out}'")
+    return m.group(1)
+
+
+# --- install ----------------------------------------------------------------
+
+INSTALLED = [
+    "bin/kinac",
+    "lib/libkina_runtime.a",
+    "include/kina/abi.h",
+    "include/kina/runtime.h",
+    "include/kina/RuntimeConfig.h",
+    "lib/cmake/Kina/KinaConfig.cmake",
+    "lib/cmake/Kina/KinaConfigVersion.cmake",
+    "lib/cmake/Kina/KinaTargets.cmake",
+    "lib/cmake/Kina/KinaFunctions.cmake",
+    "lib/pkgconfig/kina.pc",
+]
+
+SCALE_KIR = """func @scale(%x: f32[N]) -> f32[N] {
+  %y = mul %x, 3.0
+  return %y
+}
+"""
+
+SCALE_MAIN = r"""#include "scale.h"
+#include "kina/runtime.h"
+#include <stdio.h>
+int main(void) {
+  float x[3] = {1.0f, -2.0f, 0.5f};
+  KinaMemRef1 in = {x, x, 0, {3}, {1}}, out;
+  int32_t s = kina_scale(&out, &in);
+  if (s != 0) { printf("status %d: %s\n", s, kina_last_error()); return 1; }
+  const float *y = (const float *)out.aligned;
+  printf("%g %g %g\n", y[0], y[1], y[2]);
+  runtime_free(out.allocated);
+  return runtime_live_buffer_count() == 0 ? 0 : 1;
+}
+"""
+
+
+def compile_and_link_with(prefix, work, cc, env):
+    """Compiles a small module with prefix/bin/kinac and links it by hand
+    with `pkg-config --cflags --libs kina`; runs it."""
+    kinac = os.path.join(prefix, "bin", "kinac")
+    with open(os.path.join(work, "scale.kir"), "w") as f:
+        f.write(SCALE_KIR)
+    with open(os.path.join(work, "main.c"), "w") as f:
+        f.write(SCALE_MAIN)
+    run([kinac, "scale.kir", "-o", "scale.o"], cwd=work, env=env)
+    run([kinac, "scale.kir", "--emit=header", "-o", "scale.h"], cwd=work,
+        env=env)
+    flags = run(["pkg-config", "--cflags", "--libs", "kina"], env=env).stdout
+    run([cc, "-std=c99", "main.c", "scale.o"] + flags.split() + ["-o", "app"],
+        cwd=work)
+    out = run(["./app"], cwd=work).stdout
+    check(out.strip() == "3 -6 1.5", f"wrong output '{out}'")
+
+
+def cmd_install(opts):
+    root = fresh_dir(os.path.join(opts.work, "install"))
+    prefix = prefix_dir(opts)
+    run([opts.cmake, "--install", opts.build_dir, "--prefix", prefix])
+    for rel in INSTALLED:
+        check(os.path.isfile(os.path.join(prefix, rel)), f"missing {rel}")
+    check(os.access(os.path.join(prefix, "bin", "kinac"), os.X_OK),
+          "bin/kinac is not executable")
+    check(version_of(os.path.join(prefix, "bin", "kinac"))
+          == version_of(opts.kinac), "installed kinac has another version")
+
+    # Relocate: a copy elsewhere must work on its own.
+    relocated = relocated_dir(opts)
+    os.makedirs(os.path.dirname(relocated))
+    shutil.copytree(prefix, relocated, symlinks=True)
+    env = dict(os.environ)
+    env.pop("KINA_LLVM_BIN", None)
+    for tree in (prefix, relocated):
+        print(f"checking the tree at {tree}")
+        kinac = os.path.join(tree, "bin", "kinac")
+        flags = run([kinac, "--print-link-flags"], env=env).stdout.split()
+        runtime = os.path.realpath(os.path.join(tree, "lib",
+                                                "libkina_runtime.a"))
+        check(flags and os.path.realpath(flags[0]) == runtime,
+              f"--print-link-flags gives {flags}, expected {runtime} first")
+        check("-lstdc++" in flags, f"no -lstdc++ in {flags}")
+        env["PKG_CONFIG_PATH"] = os.path.join(tree, "lib", "pkgconfig")
+        libs = run(["pkg-config", "--libs", "kina"], env=env).stdout.split()
+        check(os.path.realpath(libs[0]) == runtime,
+              f"pkg-config --libs gives {libs}, expected {runtime} first")
+        cflags = run(["pkg-config", "--cflags", "kina"], env=env).stdout
+        check(os.path.realpath(cflags.strip()[2:])
+              == os.path.realpath(os.path.join(tree, "include")),
+              f"pkg-config --cflags gives '{cflags}'")
+        modversion = run(["pkg-config", "--modversion", "kina"],
+                         env=env).stdout.strip()
+        check(modversion == version_of(opts.kinac),
+              f"kina.pc version {modversion}")
+        work = fresh_dir(os.path.join(root, "use-" + os.path.basename(tree)))
+        compile_and_link_with(tree, work, opts.cc, env)
+    print("install: ok")
+
+
+# --- cmake-project -----------------------------------------------------------
+
+def cmake_configure(opts, src, build, prefix, expect=0):
+    return run([opts.cmake, "-S", src, "-B", build, "-G", opts.generator,
+                f"-DCMAKE_C_COMPILER={opts.cc}",
+                f"-DCMAKE_PREFIX_PATH={prefix}"], expect=expect)
+
+
+def cmd_cmake_project(opts):
+    root = fresh_dir(os.path.join(opts.work, "cmake-project"))
+    src = os.path.join(root, "src")
+    build = os.path.join(root, "build")
+    shutil.copytree(os.path.join(opts.source_dir, "samples", "cmake-project"),
+                    src)
+    prefix = relocated_dir(opts)
+    check(os.path.isdir(prefix), "no install tree (run integration.install)")
+    cmake_configure(opts, src, build, prefix)
+    run([opts.cmake, "--build", build])
+    out = run([os.path.join(build, "app")]).stdout
+    print(out, end="")
+    check("cmake-project: ok" in out, "the sample did not end with ok")
+
+    # One runtime in the program, both prefixed entries, no unprefixed one.
+    syms = run(["nm", os.path.join(build, "app")]).stdout
+    defined = [l.split()[-1] for l in syms.splitlines()
+               if re.match(r"^[0-9a-f]+ [TtDdRrBb] ", l)]
+    for name in ("kina_pre_forward", "kina_clf_forward",
+                 "_mlir_ciface_pre_forward", "_mlir_ciface_clf_forward"):
+        check(defined.count(name) == 1, f"{name} defined {defined.count(name)} times")
+    check("kina_forward" not in defined, "unprefixed kina_forward exported")
+    check(defined.count("kina_rt_begin_call") == 1,
+          "the runtime is not linked exactly once")
+
+    objs = {
+        "pre": os.path.join(build, "kina_objects", "preprocess", "model.o"),
+        "clf": os.path.join(build, "kina_objects", "classifier", "model.o"),
+        "pre.h": os.path.join(build, "kina_include", "preprocess", "model.h"),
+        "clf.h": os.path.join(build, "kina_include", "classifier", "model.h"),
+    }
+    for path in objs.values():
+        check(os.path.isfile(path), f"missing {path}")
+
+    def stamps():
+        return {k: mtime(v) for k, v in objs.items()}
+
+    # Nothing changed: nothing is recompiled.
+    before = stamps()
+    time.sleep(1.1)
+    run([opts.cmake, "--build", build])
+    check(stamps() == before, "a no-change build recompiled a module")
+
+    # One module changed: only it is recompiled.
+    touch(os.path.join(src, "preprocess", "model.kir"))
+    run([opts.cmake, "--build", build])
+    after = stamps()
+    check(after["pre"] != before["pre"] and after["pre.h"] != before["pre.h"],
+          "touching preprocess/model.kir did not recompile it")
+    check(after["clf"] == before["clf"] and after["clf.h"] == before["clf.h"],
+          "touching preprocess/model.kir recompiled classifier/model.kir")
+
+    # A new kinac: everything is recompiled.
+    before = after
+    touch(os.path.join(prefix, "bin", "kinac"))
+    run([opts.cmake, "--build", build])
+    after = stamps()
+    check(all(after[k] != before[k] for k in objs),
+          "touching kinac did not recompile every module")
+    out = run([os.path.join(build, "app")]).stdout
+    check("cmake-project: ok" in out, "the rebuilt sample failed")
+
+    # Configure errors.
+    bad = fresh_dir(os.path.join(root, "bad"))
+    with open(os.path.join(bad, "m.kir"), "w") as f:
+        f.write(SCALE_KIR)
+    cases = [
+        ("TARGET cuda", r"TARGET cuda is not supported by this kinac"),
+        ("OPT_LEVEL 7", r"OPT_LEVEL must be 0, 1, 2 or 3"),
+        ("GPU_ARCH sm_90", r"GPU_ARCH applies to TARGET cuda only"),
+    ]
+    for extra, message in cases:
+        with open(os.path.join(bad, "CMakeLists.txt"), "w") as f:
+            f.write("cmake_minimum_required(VERSION 3.20)\n"
+                    "project(bad LANGUAGES C)\n"
+                    "find_package(Kina CONFIG REQUIRED)\n"
+                    f"kina_add_library(m SOURCES m.kir {extra})\n")
+        p = cmake_configure(opts, bad, os.path.join(bad, "build"), prefix,
+                            expect=None)
+        check(p.returncode != 0, f"'{extra}' configured")
+        text = re.sub(r"\s+", " ", p.stderr)
+        check(re.search(message, text), f"'{extra}': no '{message}' in:\n{p.stderr}")
+        shutil.rmtree(os.path.join(bad, "build"))
+    print("cmake-project: ok")
+
+
+# --- make-project ------------------------------------------------------------
+
+def cmd_make_project(opts):
+    root = fresh_dir(os.path.join(opts.work, "make-project"))
+    src = os.path.join(root, "src")
+    shutil.copytree(os.path.join(opts.source_dir, "samples", "make-project"),
+                    src)
+    kinac = os.path.join(prefix_dir(opts), "bin", "kinac")
+    check(os.path.isfile(kinac), "no install tree (run integration.install)")
+    make = ["make", f"KINAC={kinac}", f"CC={opts.cc}"]
+
+    run(make + ["-j8"], cwd=src)
+    out = run(["./app"], cwd=src).stdout
+    print(out, end="")
+    check("make-project: ok" in out, "the sample did not end with ok")
+
+    with open(os.path.join(src, "normalize.o.d")) as f:
+        dep = f.read()
+    print(dep, end="")
+    m = re.match(r"^normalize\.o: normalize\.kir \\\n  (\S+)\n$", dep)
+    check(m, f"unexpected normalize.o.d:\n{dep}")
+    check(os.path.realpath(m.group(1)) == os.path.realpath(kinac),
+          f"normalize.o.d names {m.group(1)}, not {kinac}")
+    check(os.path.isfile(os.path.join(src, "stats.h.d")), "no stats.h.d")
+
+    def plan():
+        """What make would run now (-n), as the .kir files it compiles."""
+        p = run(make + ["-n"], cwd=src)
+        return sorted(set(re.findall(r"(\w+\.kir) -o (\S+)", p.stdout)))
+
+    run(make + ["-q"], cwd=src)  # exit 0: up to date
+    touch(os.path.join(src, "stats.kir"))
+    check(plan() == [("stats.kir", "stats.h"), ("stats.kir", "stats.o")],
+          f"touching stats.kir plans {plan()}")
+    run(make + ["-j8"], cwd=src)
+    run(make + ["-q"], cwd=src)
+    touch(kinac)
+    check(plan() == [("normalize.kir", "normalize.h"),
+                     ("normalize.kir", "normalize.o"),
+                     ("stats.kir", "stats.h"), ("stats.kir", "stats.o")],
+          f"touching kinac plans {plan()}")
+    run(make + ["-j8"], cwd=src)
+    run(make + ["-q"], cwd=src)
+    out = run(["./app"], cwd=src).stdout
+    check("make-project: ok" in out, "the rebuilt sample failed")
+
+    # From scratch under a high -j, twice: the order is right every time.
+    for _ in range(2):
+        run(make + ["clean"], cwd=src)
+        run(make + ["-j16", "app"], cwd=src)
+        check("make-project: ok" in run(["./app"], cwd=src).stdout,
+              "make -j16 from scratch failed")
+    print("make-project: ok")
+
+
+# --- depfile -----------------------------------------------------------------
+
+def cmd_depfile(opts):
+    work = fresh_dir(os.path.join(opts.work, "depfile"))
+    sub = os.path.join(work, "dir with space")
+    os.makedirs(sub)
+    with open(os.path.join(sub, "m.kir"), "w") as f:
+        f.write(SCALE_KIR)
+    kinac = os.path.realpath(opts.kinac)
+
+    # Default file and target: the output with .d.
+    run([opts.kinac, "dir with space/m.kir", "-MD", "-o", "out/m.o"],
+        cwd=work, expect=1)  # out/ does not exist: kinac fails, no .d
+    check(not os.path.exists(os.path.join(work, "out", "m.d")), "stray .d")
+    os.makedirs(os.path.join(work, "out"))
+    run([opts.kinac, "dir with space/m.kir", "-MD", "-o", "out/m.o"], cwd=work)
+    with open(os.path.join(work, "out", "m.d")) as f:
+        text = f.read()
+    want = f"out/m.o: dir\\ with\\ space/m.kir \\\n  {kinac}\n"
+    check(text == want, f"m.d is {text!r}, expected {want!r}")
+
+    # -MF, two -MT (attached and separate), -MP, and a header output.
+    run([opts.kinac, "dir with space/m.kir", "--emit=header", "-o", "m.h",
+         "-MD", "-MFdeps/h.d", "-MT", "m.h", "-MTstamp$1"], cwd=work,
+        expect=1)  # deps/ does not exist
+    os.makedirs(os.path.join(work, "deps"))
+    run([opts.kinac, "dir with space/m.kir", "--emit=header", "-o", "m.h",
+         "-MMD", "-MFdeps/h.d", "-MT", "m.h", "-MTstamp$1", "-MP"], cwd=work)
+    with open(os.path.join(work, "deps", "h.d")) as f:
+        text = f.read()
+    want = (f"m.h stamp$$1: dir\\ with\\ space/m.kir \\\n  {kinac}\n"
+            f"\n{kinac}:\n")
+    check(text == want, f"h.d is {text!r}, expected {want!r}")
+
+    # Make reads it: the target is up to date, then stale after a touch.
+    with open(os.path.join(work, "Makefile"), "w") as f:
+        f.write("include deps/h.d\nm.h:\n\techo rebuild\n")
+    out = run(["make", "-q", "m.h"], cwd=work, expect=None)
+    check(out.returncode == 0, "make thinks m.h is stale")
+    touch(os.path.join(sub, "m.kir"))
+    out = run(["make", "-q", "m.h"], cwd=work, expect=None)
+    check(out.returncode == 1, "make thinks m.h is up to date after a touch")
+
+    # Errors.
+    for args, message in [
+        (["-MF", "x.d"], "-MF, -MT and -MP need -MD"),
+        (["-MD", "-MF"], "-MF needs a value"),
+        (["-MD", "-o", "-", "--emit=kir"], "needs -MF"),
+        (["-MD", "main.c"], "-MD applies to the compilation of one .kir"),
+    ]:
+        p = run([opts.kinac, "dir with space/m.kir"] + args, cwd=work,
+                expect=1)
+        check(f"kinac: error: " in p.stderr and message in p.stderr,
+              f"{args}: no '{message}' in {p.stderr!r}")
+    print("depfile: ok")
+
+
+# --- determinism -------------------------------------------------------------
+
+STAGES = ["kir", "mlir", "mlir-llvm", "llvm", "asm", "obj", "header"]
+
+
+def cmd_determinism(opts):
+    root = fresh_dir(os.path.join(opts.work, "determinism"))
+    sources = {
+        "mlp": os.path.join(opts.source_dir, "samples", "digits", "mlp.kir"),
+        "clf": os.path.join(opts.source_dir, "samples", "cmake-project",
+                            "classifier", "model.kir"),
+    }
+    flag_sets = [[], ["-O0", "--symbol-prefix=p_"],
+                 ["--mlir-print-debuginfo"]]
+    # Two places, different working and temporary directories; the module is
+    # given by a relative path in the first and an absolute one in the second.
+    places = []
+    for name in ("first-place", "second/place-2"):
+        d = fresh_dir(os.path.join(root, name))
+        os.makedirs(os.path.join(d, "tmp"))
+        places.append(d)
+    outputs = []
+    for i, d in enumerate(places):
+        results = {}
+        for key, path in sources.items():
+            local = os.path.join(d, key + ".kir")
+            shutil.copyfile(path, local)
+            given = key + ".kir" if i == 0 else local
+            for flags in flag_sets:
+                for stage in STAGES:
+                    if stage == "kir" and flags:
+                        continue
+                    if flags == ["--mlir-print-debuginfo"] and \
+                            stage not in ("mlir", "mlir-llvm"):
+                        continue
+                    out = os.path.join(d, "out.bin")
+                    env = dict(os.environ, TMPDIR=os.path.join(d, "tmp"))
+                    run([opts.kinac, given, f"--emit={stage}", "-o", out]
+                        + flags, cwd=d, env=env)
+                    with open(out, "rb") as f:
+                        results[(key, stage, tuple(flags))] = f.read()
+        outputs.append(results)
+    # A second run in the first place, for run-to-run differences.
+    again = {}
+    d = places[0]
+    for key in sources:
+        for stage in ("obj", "header", "llvm"):
+            out = os.path.join(d, "again.bin")
+            run([opts.kinac, key + ".kir", f"--emit={stage}", "-o", out],
+                cwd=d)
+            with open(out, "rb") as f:
+                again[(key, stage, ())] = f.read()
+
+    checked = 0
+    for k, data in outputs[0].items():
+        if k[2] == ("--mlir-print-debuginfo",):
+            # Locations name the input as given; compare with the path
+            # spelled the same way.
+            other = outputs[1][k].replace(
+                places[1].encode() + b"/", b"")
+            check(data == other, f"{k}: differs between the two places")
+        else:
+            check(data == outputs[1][k], f"{k}: differs between the two places")
+        if k in again:
+            check(data == again[k], f"{k}: differs between two runs")
+        for needle in (root, "first-place", "place-2", "/tmp"):
+            check(needle.encode() not in data,
+                  f"{k}: the output contains '{needle}'")
+        # kinac's temporary files: kinac-XXXXXX.ll and OUT.tmp-XXXXXXXX.
+        m = re.search(rb"kinac-[0-9A-Za-z]{6}\.|\.tmp-[0-9A-Za-z]{8}", data)
+        check(not m, f"{k}: the output names a temporary file: {m and m.group(0)}")
+        checked += 1
+    print(f"determinism: {checked} outputs identical across places and runs")
+
+
+# --- version -----------------------------------------------------------------
+
+VERSION_MAIN = r"""#include "scale.h"
+#include <stdio.h>
+#include <string.h>
+int main(void) {
+  float x[2] = {1.0f, 2.0f};
+  KinaMemRef1 in = {x, x, 0, {2}, {1}}, out;
+  for (int i = 0; i < 3; ++i) {
+    int32_t s = kina_scale(&out, &in);
+    printf("status %d: %s\n", s, kina_last_error());
+    if (s == 0) {
+      if (((float *)out.aligned)[1] != 6.0f) return 2;
+      runtime_free(out.allocated);
+    } else if (out.allocated != NULL) {
+      return 3;
+    }
+  }
+  return 0;
+}
+"""
+
+
+def cmd_version(opts):
+    work = fresh_dir(os.path.join(opts.work, "version"))
+    version = version_of(opts.kinac)
+    with open(os.path.join(work, "scale.kir"), "w") as f:
+        f.write(SCALE_KIR)
+    with open(os.path.join(work, "main.c"), "w") as f:
+        f.write(VERSION_MAIN)
+    run([opts.kinac, "scale.kir", "--emit=header", "-o", "scale.h"], cwd=work)
+    with open(os.path.join(work, "scale.h")) as f:
+        header = f.read()
+    m = re.search(r"#define KINA_ABI_VERSION (\d+)", header)
+    check(m, "the generated header has no KINA_ABI_VERSION")
+    abi = int(m.group(1))
+    link = run([opts.kinac, "--print-link-flags"]).stdout.split()
+    for tested, expected in ((abi, 0), (abi + 98, 1)):
+        obj = f"scale{tested}.o"
+        run([opts.kinac, "scale.kir", f"--abi-version-for-testing={tested}",
+             "-o", obj], cwd=work)
+        with open(os.path.join(work, obj), "rb") as f:
+            data = f.read()
+        stamp = f"kinac {version}, Kina ABI {tested}".encode()
+        check(stamp in data, f"{obj} does not hold the stamp '{stamp}'")
+        exe = f"app{tested}"
+        run([opts.cc, "-std=c99", "main.c", obj] + link + ["-o", exe],
+            cwd=work)
+        out = run([f"./{exe}"], cwd=work).stdout
+        print(out, end="")
+        lines = out.splitlines()
+        check(len(lines) == 3, f"expected 3 calls, got {out!r}")
+        for line in lines:
+            check(line.startswith(f"status {expected}:"),
+                  f"ABI {tested}: '{line}', expected status {expected}")
+            if expected:
+                for part in (f"kina_scale: this object was compiled by kinac "
+                             f"{version}, Kina ABI {tested}",
+                             f"from kinac {version} (Kina ABI {abi})",
+                             "recompile"):
+                    check(part in line, f"no '{part}' in '{line}'")
+    print("version: ok")
+
+
+# --- modules -----------------------------------------------------------------
+
+MODEL_A = """func @forward(%x: f32[N]) -> f32[N] {
+  %y = call @helper(%x)
+  return %y
+}
+
+private func @helper(%x: f32[N]) -> f32[N] {
+  %y = add %x, 1.0
+  return %y
+}
+"""
+
+MODEL_B = """func @forward(%x: f32[N]) -> f32[N] {
+  %y = call @helper(%x)
+  return %y
+}
+
+private func @helper(%x: f32[N]) -> f32[N] {
+  %y = mul %x, 10.0
+  return %y
+}
+"""
+
+MODULES_MAIN = r"""#include "a/model.h"
+#include "b/model.h"
+#include "c/model.h"
+#include "d/model.h"
+#include <stdio.h>
+int main(void) {
+  float x[2] = {1.0f, 2.0f};
+  KinaMemRef1 in = {x, x, 0, {2}, {1}}, ya, yb, yc, yd;
+  if (kina_a_forward(&ya, &in) || kina_b_forward(&yb, &in) ||
+      kina_encode(&yc, &in) || kina_decode(&yd, &in)) {
+    printf("error: %s\n", kina_last_error());
+    return 1;
+  }
+  printf("%g %g %g %g %g %g %g %g\n", ((float *)ya.aligned)[0],
+         ((float *)ya.aligned)[1], ((float *)yb.aligned)[0],
+         ((float *)yb.aligned)[1], ((float *)yc.aligned)[0],
+         ((float *)yc.aligned)[1], ((float *)yd.aligned)[0],
+         ((float *)yd.aligned)[1]);
+  runtime_gpu_free_all();
+  return 0;
+}
+"""
+
+
+def cmd_modules(opts):
+    work = fresh_dir(os.path.join(opts.work, "modules"))
+    modules = {
+        "a": (MODEL_A, ["--symbol-prefix=a_"]),
+        "b": (MODEL_B, ["--symbol-prefix=b_"]),
+        # Same module name, no prefix, different functions.
+        "c": ("func @encode(%x: f32[N]) -> f32[N] {\n  %y = neg %x\n"
+              "  return %y\n}\n", []),
+        "d": ("func @decode(%x: f32[N]) -> f32[N] {\n  %y = abs %x\n"
+              "  return %y\n}\n", []),
+    }
+    objects = []
+    guards = {}
+    for d, (text, flags) in modules.items():
+        os.makedirs(os.path.join(work, d))
+        with open(os.path.join(work, d, "model.kir"), "w") as f:
+            f.write(text)
+        run([opts.kinac, f"{d}/model.kir", "-o", f"{d}/model.o"] + flags,
+            cwd=work)
+        run([opts.kinac, f"{d}/model.kir", "--emit=header", "-o",
+             f"{d}/model.h"] + flags, cwd=work)
+        with open(os.path.join(work, d, "model.h")) as f:
+            guards[d] = re.search(r"#ifndef (KINA_GENERATED_\w+)",
+                                  f.read()).group(1)
+        objects.append(f"{d}/model.o")
+    print("include guards:", guards)
+    check(len(set(guards.values())) == 4, f"include guards collide: {guards}")
+    with open(os.path.join(work, "main.c"), "w") as f:
+        f.write(MODULES_MAIN)
+    link = run([opts.kinac, "--print-link-flags"]).stdout.split()
+    check(sum(1 for a in link if "kina_runtime" in a) == 1,
+          f"the runtime is not in the link flags once: {link}")
+    run([opts.cc, "-std=c99", "-Wall", "-Werror", "-I.", "main.c"] + objects
+        + link + ["-o", "app"], cwd=work)
+    out = run(["./app"], cwd=work).stdout.split()
+    check(out == ["2", "3", "10", "20", "-1", "-2", "1", "2"],
+          f"wrong results {out}")
+    print("modules: ok")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("command", choices=[
+        "install", "cmake-project", "make-project", "depfile", "determinism",
+        "version", "modules"])
+    ap.add_argument("--build-dir", required=True)
+    ap.add_argument("--source-dir", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--kinac", required=True)
+    ap.add_argument("--cmake", default="cmake")
+    ap.add_argument("--generator", default="Unix Makefiles")
+    ap.add_argument("--cc", default="cc")
+    opts = ap.parse_args()
+    opts.work = os.path.abspath(opts.work)
+    os.makedirs(opts.work, exist_ok=True)
+    handler = globals()["cmd_" + opts.command.replace("-", "_")]
+    try:
+        handler(opts)
+    except Failure as e:
+        print(f"FAIL {opts.command}: {e}", flush=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
