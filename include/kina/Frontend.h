@@ -40,10 +40,14 @@ inline constexpr uint64_t kMaxLineBytes = 64u << 10;
 /// nested deeper could not match a type of rank <= 8 anyway) and inside an
 /// attribute value.
 inline constexpr unsigned kMaxNestingDepth = 8;
-/// Most statements in one function body.
-inline constexpr size_t kMaxStatementsPerFunction = 100000;
+/// Most statements in one function body. The lowering's compile time grows
+/// with the square of a function's size (MLIR's one-shot bufferization
+/// analysis): 10000 statements can take a minute (docs/reliability.md).
+inline constexpr size_t kMaxStatementsPerFunction = 10000;
+/// Most statements in one module, all functions together.
+inline constexpr size_t kMaxStatementsPerModule = 100000;
 /// Most functions in one module.
-inline constexpr size_t kMaxFunctionsPerModule = 10000;
+inline constexpr size_t kMaxFunctionsPerModule = 1000;
 /// Most entries of one list: parameters or results of a function, result
 /// names or operands of a statement, values of a `return`.
 inline constexpr size_t kMaxListLength = 4096;

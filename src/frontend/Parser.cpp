@@ -165,6 +165,7 @@ private:
   bool sawFunction = false;
   bool lineSensitive = false;
   unsigned prevEndLine = 1, prevEndCol = 1; // just after the last token
+  size_t moduleStatements = 0; // statements started, all functions together
 };
 
 mlir::InFlightDiagnostic Parser::errorAt(mlir::Location at) {
@@ -355,7 +356,16 @@ void Parser::parseBody(Function &fn) {
       stopped = true;
       return;
     }
+    if (tok.is(TokenKind::ValueName) &&
+        moduleStatements >= limits::kMaxStatementsPerModule) {
+      errorAt(loc()) << "the module has more than "
+                     << limits::kMaxStatementsPerModule
+                     << " statements, the maximum per module";
+      stopped = true;
+      return;
+    }
     if (tok.is(TokenKind::ValueName)) {
+      ++moduleStatements;
       if (!parseStatement(fn) && !stopping()) {
         if (!(tok.startsLine &&
               (tok.is(TokenKind::ValueName) || tok.isKeyword("return") ||

@@ -22,8 +22,9 @@ test checks, independently of one another:
   3. `--diagnostics-format=json` prints exactly the expected diagnostics as
      JSON objects (file, line, col, severity, message, notes), exit 1.
 
-The limit cases too large to commit (a 16 MiB file, a 64 KiB line, 100 000
-statements, 10 000 functions, 4096-entry lists) are generated here with
+The limit cases too large to commit (a 16 MiB file, a 64 KiB line, 10 000
+statements in a function, 100 000 in a module, 1000 functions, 4096-entry
+lists) are generated here with
 their annotations and checked the same way. Driver-level errors (missing
 files, bad flags, a missing C compiler, unwritable output...) have no place
 in a source: they are checked as `kinac: error: ...` in text and as JSON
@@ -282,17 +283,25 @@ def generated_limit_cases(gen):
             "lines)}}\n" + head + "#" * 65537 + "\n  return %x\n}\n")
     cases.append(("limit-line-length",
                   write(os.path.join(gen, "long-line.kir"), text)))
-    # 100 001 statements in one function.
-    stmts = "".join(f"  %v{i} = neg %x\n" for i in range(100000))
-    text = (head + stmts + "// expected-error@+1:3 {{@f has more than 100000 "
+    # 10 001 statements in one function.
+    stmts = "".join(f"  %v{i} = neg %x\n" for i in range(10000))
+    text = (head + stmts + "// expected-error@+1:3 {{@f has more than 10000 "
             "statements, the maximum per function}}\n  %last = neg %x\n"
             "  return %x\n}\n")
     cases.append(("limit-statements",
                   write(os.path.join(gen, "statements.kir"), text)))
-    # 10 001 functions.
+    # 100 001 statements in a module: ten functions of 10 000, one more.
+    fns = "".join(f"func @f{k}(%x: f32[4]) -> f32[4] {{\n" + stmts +
+                  "  return %x\n}\n" for k in range(10))
+    text = (fns + head + "// expected-error@+1:3 {{the module has more than "
+            "100000 statements, the maximum per module}}\n  %last = neg %x\n"
+            "  return %x\n}\n")
+    cases.append(("limit-module-statements",
+                  write(os.path.join(gen, "module-statements.kir"), text)))
+    # 1001 functions.
     fns = "".join(f"func @f{i}(%x: f32[4]) -> f32[4] {{\n  return %x\n}}\n"
-                  for i in range(10000))
-    text = (fns + "// expected-error@+1:1 {{the module has more than 10000 "
+                  for i in range(1000))
+    text = (fns + "// expected-error@+1:1 {{the module has more than 1000 "
             "functions, the maximum}}\nfunc @g(%x: f32[4]) -> f32[4] {\n"
             "  return %x\n}\n")
     cases.append(("limit-functions",
@@ -312,6 +321,40 @@ def generated_limit_cases(gen):
             "\n  return %x\n}\n")
     cases.append(("limit-operands",
                   write(os.path.join(gen, "operands.kir"), text)))
+    # The other 4097-entry lists, each on one line (under 64 KiB).
+    many = lambda item, n=4097: ", ".join([item] * n)
+    lists = [
+        ("result-types", "func @f(%x: f32) -> (" + many("f32") + ") {\n"
+         "  return %x\n}\n", "the result types of @f",
+         len("func @f(%x: f32) -> (") + 4096 * len("f32, ") + 1),
+        ("result-names", "func @f(%x: f32) -> f32 {\n  " +
+         ", ".join(f"%r{i}" for i in range(4097)) + " = neg %x\n"
+         "  return %x\n}\n", "the result names of a statement",
+         3 + sum(len(f"%r{i}, ") for i in range(4096))),
+        ("call-arguments", "func @g(%x: f32) -> f32 {\n  return %x\n}\n"
+         "func @f(%x: f32) -> f32 {\n  %y = call @g(" + many("%x") +
+         ")\n  return %y\n}\n", "the argument list of a call",
+         len("  %y = call @g(") + 4096 * len("%x, ") + 1),
+        ("return-values", "func @f(%x: f32) -> f32 {\n  return " +
+         many("%x") + "\n}\n", "the 'return' list",
+         len("  return ") + 4096 * len("%x, ") + 1),
+        ("annotation-types", "func @f(%x: f32) -> f32 {\n  %y = neg %x : (" +
+         many("f32") + ")\n  return %y\n}\n", "the annotation",
+         len("  %y = neg %x : (") + 4096 * len("f32, ") + 1),
+        ("attribute-list", "func @f(%x: f32[4]) -> f32 {\n"
+         "  %y = reduce_sum %x {axes = [" + many("0") + "]}\n"
+         "  return %y\n}\n", "an attribute list",
+         len("  %y = reduce_sum %x {axes = [") + 4096 * len("0, ") + 1),
+    ]
+    for name, text, what, col in lists:
+        # The error is on the line of the long list: line 2, or line 4 for
+        # the call (after @g).
+        lines = text.split("\n")
+        at = next(i for i, l in enumerate(lines) if len(l) > 4000)
+        lines.insert(at, f"// expected-error@+1:{col} {{{{{what} has more "
+                     "than 4096 entries, the maximum}}")
+        cases.append((f"limit-{name}", write(os.path.join(gen, name + ".kir"),
+                                             "\n".join(lines))))
     return cases
 
 
@@ -437,6 +480,24 @@ def main():
         [good, "-o", "/nonexistent/dir/out.o"],
         "cannot write '/nonexistent/dir/out.o': No such file or directory",
         add_output=False)))
+    results.append(("no-temporary-directory", run_driver_case(
+        kinac, args.workdir, "no-temporary-directory", [good],
+        "cannot create a temporary file: No such file or directory",
+        env={"TMPDIR": os.path.join(gen, "no-such-tmp")})))
+    for name, cargs, needle, add_output in [
+            ("dep-flag-without-value", [good, "-MD", "-MF"], "-MF needs a value",
+             False),
+            ("dep-flags-without-md", [good, "-MF", "x.d"],
+             "-MF, -MT and -MP need -MD", True),
+            ("dep-file-for-stdout", [good, "-MD", "--emit=mlir", "-o", "-"],
+             "-MD with output to standard output needs -MF", False),
+            ("dep-target-for-stdout", [good, "-MD", "-MF", "x.d",
+                                       "--emit=mlir", "-o", "-"],
+             "-MD with output to standard output needs -MT", False),
+            ("dep-with-link", [good, main_c, "-MD"],
+             "-MD applies to the compilation of one .kir file", True)]:
+        results.append((name, run_driver_case(kinac, args.workdir, name, cargs,
+                                              needle, add_output=add_output)))
     results.append(("link-to-stdout", run_driver_case(
         kinac, args.workdir, "link-to-stdout", [good, main_c, "-o", "-"],
         "cannot write an executable to standard output", add_output=False)))
