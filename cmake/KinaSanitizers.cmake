@@ -8,7 +8,8 @@
 # since LLVM and MLIR are built without RTTI. Programs linking the sanitized
 # runtime need the sanitizer runtime too, so the flag is added to
 # KINA_SANITIZER_LINK_FLAGS, which the runtime appends to the link flags
-# kinac prints and uses (runtime/CMakeLists.txt).
+# kinac prints and uses, and to the runtime target's interface link options,
+# so installed CMake packages carry it too (runtime/CMakeLists.txt).
 #
 # KINA_FUZZ: build the fuzz targets of tests/fuzz as libFuzzer binaries.
 # Needs clang (Debian's clang-22, as scripts/fuzz.sh configures it), adds
@@ -27,6 +28,14 @@ if(KINA_SANITIZE)
   endif()
   add_link_options(-fsanitize=${KINA_SANITIZE})
   set(KINA_SANITIZER_LINK_FLAGS "-fsanitize=${KINA_SANITIZE}")
+  # An uninstrumented program (python, a plain C host) that dlopens a
+  # library holding the sanitized runtime needs ASan's runtime loaded first:
+  # tests doing so preload this file (KINA_SANITIZER_PRELOAD).
+  set(KINA_SANITIZER_PRELOAD "")
+  if(KINA_SANITIZE MATCHES "address")
+    execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-file-name=libasan.so
+      OUTPUT_VARIABLE KINA_SANITIZER_PRELOAD OUTPUT_STRIP_TRAILING_WHITESPACE)
+  endif()
   message(STATUS "Sanitizers: ${KINA_SANITIZE}")
 endif()
 
