@@ -17,6 +17,8 @@ packages=(
 if [ "${KINA_WITH_SKLEARN:-0}" = 1 ]; then packages+=(python3-sklearn); fi
 # Fuzzing (scripts/fuzz.sh): clang with libFuzzer and the sanitizer runtimes.
 if [ "${KINA_WITH_FUZZ:-0}" = 1 ]; then packages+=(clang-22 libclang-rt-22-dev); fi
+# Benchmarks (bench/matmul.py): OpenBLAS, the peer of the matrix product.
+if [ "${KINA_WITH_BENCH:-0}" = 1 ]; then packages+=(libopenblas-dev); fi
 
 missing=()
 for p in "${packages[@]}"; do

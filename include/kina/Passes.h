@@ -51,8 +51,23 @@ std::unique_ptr<mlir::Pass> createEntryPointsPass(const Module *module,
                                                   std::string symbolPrefix,
                                                   VersionStamp stamp = {});
 
-/// Lowers arith, math, cf, func, memref, index and ub to the LLVM dialect in
-/// one conversion, with allocations going to the runtime function named
+/// Rewrites each `linalg.matmul` over row-major f32 or f64 memrefs into a
+/// register-tiled, vectorised micro-kernel (scf loops, vector.load/fma/
+/// store; src/lowering/MatmulKernel.cpp), with the columns left below one
+/// vector as a smaller `linalg.matmul`. Runs on the bufferized module before
+/// `linalg-to-loops`; same results as the scalar loops up to fused
+/// multiply-adds.
+std::unique_ptr<mlir::Pass> createMatmulKernelPass();
+
+/// Rewrites each `memref.expand_shape` of a rank-1, unit-stride memref as
+/// `memref.reinterpret_cast` of its base buffer with row-major strides, as
+/// `expand-strided-metadata` would, which in MLIR 22 crashes when one
+/// reassociation group holds several dynamic dims
+/// (src/lowering/ExpandShape.cpp). Runs before that pass.
+std::unique_ptr<mlir::Pass> createExpandShapePass();
+
+/// Lowers arith, math, cf, func, memref, vector, index and ub to the LLVM
+/// dialect in one conversion, with allocations going to the runtime function named
 /// `allocFunction` (`_mlir_ciface_runtime_host_alloc_unranked` for the CPU
 /// target) and deallocations to `runtime_free`.
 std::unique_ptr<mlir::Pass> createLowerToLLVMPass(std::string allocFunction);

@@ -145,9 +145,13 @@ typedef struct KinaUnrankedMemRef {
  *  Status" for any other value. Never null; static storage. */
 const char *kina_status_name(int32_t status);
 
-/** The calling thread's last error message ("" if none). Thread-local
- *  storage owned by the runtime, valid until the thread's next runtime call
- *  or generated entry-point call. Never null. */
+/** The calling thread's last error message ("" if none yet). Like errno,
+ *  runtime functions set it when they fail and leave it as it is when they
+ *  succeed (so the frees an entry point makes while unwinding keep the
+ *  message of the failure that stopped it); each generated entry point
+ *  `kina_<fn>` clears it on entry. Thread-local storage owned by the
+ *  runtime, valid until the thread's next runtime call or generated
+ *  entry-point call. Never null. */
 const char *kina_last_error(void);
 
 /** Frees one buffer the runtime allocated (a result of a compiled function,

@@ -30,11 +30,15 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/TargetParser/Host.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <CLI/CLI.hpp>
@@ -65,6 +69,9 @@ struct DriverOptions {
   std::string emit = "obj";
   unsigned optLevel = 2;
   std::string target = "cpu";
+  /// --mcpu: the processor llc generates code for (llc's -mcpu); empty for
+  /// llc's default, the generic processor of the host's architecture.
+  std::string mcpu;
   std::string symbolPrefix;
   std::string mlirTranslate;
   std::string llc;
@@ -80,7 +87,7 @@ struct DriverOptions {
   /// The ABI version objects record (hidden --abi-version-for-testing).
   int abiVersion = KINA_ABI_VERSION;
   /// -MD/-MMD, -MF FILE, -MT TARGET (repeatable), -MP: a Make dependency
-  /// file, as a C compiler writes one (see writeDependencyFile).
+  /// file, as a C compiler writes one (see dependencyFile).
   bool writeDeps = false;
   std::string depFile;
   std::vector<std::string> depTargets;
@@ -157,13 +164,10 @@ private:
   std::vector<std::string> paths;
 };
 
-/// Writes `bytes` to `path` atomically ("-" is standard output).
-Error writeOutput(StringRef path, StringRef bytes) {
-  if (path == "-") {
-    outs() << bytes;
-    outs().flush();
-    return Error::success();
-  }
+/// Writes `bytes` to a new file beside `path` (same directory, so a rename
+/// replaces `path` atomically) and returns its name. The caller renames it
+/// over `path` with commitOutput, or removes it.
+Expected<std::string> stageOutput(StringRef path, StringRef bytes) {
   SmallString<256> model(path);
   model += ".tmp-%%%%%%%%";
   SmallString<256> tmp;
@@ -171,23 +175,40 @@ Error writeOutput(StringRef path, StringRef bytes) {
   if (std::error_code ec = sys::fs::createUniqueFile(model, fd, tmp))
     return createStringError(ec, "cannot write '%s': %s", path.str().c_str(),
                              ec.message().c_str());
-  {
-    raw_fd_ostream os(fd, /*shouldClose=*/true);
-    os << bytes;
-    os.close();
-    if (os.has_error()) {
-      sys::fs::remove(tmp);
-      return createStringError(os.error(), "cannot write '%s': %s",
-                               path.str().c_str(),
-                               os.error().message().c_str());
-    }
+  raw_fd_ostream os(fd, /*shouldClose=*/true);
+  os << bytes;
+  os.close();
+  if (os.has_error()) {
+    sys::fs::remove(tmp);
+    return createStringError(os.error(), "cannot write '%s': %s",
+                             path.str().c_str(),
+                             os.error().message().c_str());
   }
+  return std::string(tmp);
+}
+
+/// Renames the staged file `tmp` over `path`; removes `tmp` on failure.
+Error commitOutput(StringRef tmp, StringRef path) {
   if (std::error_code ec = sys::fs::rename(tmp, path)) {
     sys::fs::remove(tmp);
     return createStringError(ec, "cannot write '%s': %s", path.str().c_str(),
                              ec.message().c_str());
   }
   return Error::success();
+}
+
+/// Writes `bytes` to `path` atomically ("-" is standard output): an
+/// existing `path` is replaced only by a complete file.
+Error writeOutput(StringRef path, StringRef bytes) {
+  if (path == "-") {
+    outs() << bytes;
+    outs().flush();
+    return Error::success();
+  }
+  Expected<std::string> tmp = stageOutput(path, bytes);
+  if (!tmp)
+    return tmp.takeError();
+  return commitOutput(*tmp, path);
 }
 
 Expected<std::string> readFile(StringRef path) {
@@ -294,8 +315,16 @@ std::optional<std::string> Compilation::run(const std::string &input,
   ctx.printOpOnDiagnostic(false);
   ctx.printStackTraceOnDiagnostic(false);
   registerKinaDialects(ctx);
+  // The diagnostics' copy of the source shows each non-ASCII byte as '?':
+  // LLVM's SMDiagnostic prints no caret under a line holding non-ASCII text,
+  // and invalid UTF-8 would reach the terminal raw. Columns count bytes, so
+  // the caret stays under the byte the column names.
+  std::string display = *source;
+  for (char &c : display)
+    if (static_cast<unsigned char>(c) >= 0x80)
+      c = '?';
   SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(MemoryBuffer::getMemBufferCopy(*source, input),
+  sourceMgr.AddNewSourceBuffer(MemoryBuffer::getMemBufferCopy(display, input),
                                SMLoc());
   diagnosticsVerified = false;
   std::optional<DiagnosticSession> diagnostics;
@@ -403,12 +432,42 @@ Compilation::runTools(const std::string &llvmDialectText, EmitStage stage) {
                                    *llPath,
                                    "-o",
                                    *outPath};
+  if (!opts.mcpu.empty())
+    args.push_back("-mcpu=" + opts.mcpu);
   if (Error err = timer.time("llc", [&] { return tools.run(*llc, args); }))
     return fail(std::move(err));
   Expected<std::string> bytes = readFile(*outPath);
   if (!bytes)
     return fail(bytes.takeError());
   return *bytes;
+}
+
+/// Checks --mcpu against the processors LLVM knows for the default target
+/// triple (the one llc generates code for: the module names none) and
+/// replaces "native" with the name of the processor kinac runs on
+/// (`llvm::sys::getHostCPUName`, as clang's -march=native does).
+Error resolveProcessor(std::string &mcpu) {
+  if (mcpu.empty())
+    return Error::success();
+  if (mcpu == "native") {
+    mcpu = sys::getHostCPUName().str();
+    return Error::success();
+  }
+  InitializeNativeTarget();
+  std::string triple = sys::getDefaultTargetTriple(), error;
+  const Target *target = TargetRegistry::lookupTarget(Triple(triple), error);
+  if (!target)
+    return createStringError(inconvertibleErrorCode(),
+                             "no code generator for target '" + triple +
+                                 "': " + error);
+  std::unique_ptr<MCSubtargetInfo> info(
+      target->createMCSubtargetInfo(Triple(triple), "", ""));
+  if (info && !info->isCPUStringValid(mcpu))
+    return createStringError(
+        inconvertibleErrorCode(),
+        "unknown processor '" + mcpu + "' in --mcpu for target '" + triple +
+            "' ('llc -mcpu=help' lists them; 'native' is this machine's)");
+  return Error::success();
 }
 
 bool isKir(StringRef path) { return sys::path::extension(path) == ".kir"; }
@@ -467,13 +526,14 @@ std::string makeEscape(StringRef path) {
   return out;
 }
 
-/// -MD: writes `target: input kinac` to the dependency file (default: the
-/// output with its extension replaced by `.d`), so Make rebuilds `target`
-/// when the module or the compiler changes; with -MP also an empty rule for
-/// kinac, so a removed compiler does not stop Make. The target defaults to
-/// the output file. Written atomically, after the output.
-Error writeDependencyFile(const DriverOptions &opts, const std::string &input,
-                          const std::string &output, const char *argv0) {
+/// -MD: the dependency file's path (default: the output with its extension
+/// replaced by `.d`) and text, `target: input kinac`, so Make rebuilds
+/// `target` when the module or the compiler changes; with -MP also an empty
+/// rule for kinac, so a removed compiler does not stop Make. The target
+/// defaults to the output file. writeResult writes it.
+Expected<std::pair<std::string, std::string>>
+dependencyFile(const DriverOptions &opts, const std::string &input,
+               const std::string &output, const char *argv0) {
   std::string depFile = opts.depFile;
   if (depFile.empty()) {
     if (output == "-")
@@ -498,7 +558,51 @@ Error writeDependencyFile(const DriverOptions &opts, const std::string &input,
   text += ": " + makeEscape(input) + " \\\n  " + makeEscape(kinac) + "\n";
   if (opts.depPhony)
     text += "\n" + makeEscape(kinac) + ":\n";
-  return writeOutput(depFile, text);
+  return std::make_pair(depFile, text);
+}
+
+/// Writes a compilation's output and, with -MD, its dependency file: the
+/// dependency file is staged first, so if either cannot be written neither
+/// existing file is replaced (a failed run must not leave a fresh-looking
+/// output for make to trust).
+Error writeResult(const DriverOptions &opts, const std::string &input,
+                  const std::string &output, StringRef bytes,
+                  const char *argv0) {
+  if (!opts.writeDeps)
+    return writeOutput(output, bytes);
+  auto dep = dependencyFile(opts, input, output, argv0);
+  if (!dep)
+    return dep.takeError();
+  Expected<std::string> depTmp = stageOutput(dep->first, dep->second);
+  if (!depTmp)
+    return depTmp.takeError();
+  if (Error err = writeOutput(output, bytes)) {
+    sys::fs::remove(*depTmp);
+    return err;
+  }
+  return commitOutput(*depTmp, dep->first);
+}
+
+/// Refuses an output (or -MF dependency file) that is one of the inputs,
+/// which writing would destroy (as gcc: "input file is the same as output
+/// file"). Paths that do not exist yet cannot be inputs.
+Error checkNotAnInput(const DriverOptions &opts, const std::string &output) {
+  std::vector<std::string> outputs = {output};
+  if (opts.writeDeps && !opts.depFile.empty())
+    outputs.push_back(opts.depFile);
+  for (const std::string &out : outputs) {
+    if (out == "-")
+      continue;
+    for (const std::string &input : opts.inputs) {
+      bool same = false;
+      if (!sys::fs::equivalent(input, out, same) && same)
+        return createStringError(inconvertibleErrorCode(),
+                                 "input file '" + input +
+                                     "' is the same as output file '" + out +
+                                     "'");
+    }
+  }
+  return Error::success();
 }
 
 std::string stem(StringRef path) { return sys::path::stem(path).str(); }
@@ -687,6 +791,11 @@ int runDriver(int argc, char **argv) {
       ->check(CLI::Range(0, 3));
   app.add_option("--target", opts.target, "Code generation target: cpu")
       ->check(CLI::IsMember({"cpu"}));
+  app.add_option("--mcpu", opts.mcpu,
+                 "Processor to generate code for, as llc names it (e.g. "
+                 "x86-64-v3, znver3, skylake-avx512), or 'native' for this "
+                 "machine's (default: the generic processor, which runs "
+                 "everywhere)");
   app.add_option("--symbol-prefix", opts.symbolPrefix,
                  "Prefix every exported symbol of the module");
   app.add_option("--mlir-translate", opts.mlirTranslate,
@@ -755,6 +864,10 @@ int runDriver(int argc, char **argv) {
     return ExitFailure;
   }
   setDiagnosticFormat(*parseDiagnosticFormat(opts.diagnosticsFormat));
+  if (Error err = resolveProcessor(opts.mcpu)) {
+    driverError(toString(std::move(err)));
+    return ExitFailure;
+  }
 
   if (opts.printLinkFlags) {
     std::vector<std::string> flags =
@@ -764,6 +877,16 @@ int runDriver(int argc, char **argv) {
   }
   if (opts.inputs.empty()) {
     driverError("no input files");
+    return ExitFailure;
+  }
+  // Exported symbols are kina_<prefix><fn> and _mlir_ciface_<prefix><fn>:
+  // the prefix must keep them C identifiers.
+  if (!llvm::all_of(opts.symbolPrefix, [](char c) {
+        return llvm::isAlnum(c) || c == '_';
+      })) {
+    driverError("--symbol-prefix '" + opts.symbolPrefix +
+                "' would make invalid C names: use only letters, digits "
+                "and '_'");
     return ExitFailure;
   }
 
@@ -798,6 +921,11 @@ int runDriver(int argc, char **argv) {
                   " cannot be combined with C sources or objects to link");
       return ExitFailure;
     }
+    if (Error err = checkNotAnInput(
+            opts, opts.output.empty() ? "a.out" : opts.output)) {
+      driverError(toString(std::move(err)));
+      return ExitFailure;
+    }
     rc = linkExecutable(opts, argv[0], timer, temps, tools);
   } else if (kirInputs.size() > 1) {
     driverError("one .kir input at a time (or add C sources to link an "
@@ -819,6 +947,10 @@ int runDriver(int argc, char **argv) {
       else
         output = "-";
     }
+    if (Error err = checkNotAnInput(opts, output)) {
+      driverError(toString(std::move(err)));
+      return ExitFailure;
+    }
     Compilation compilation(opts, timer, temps, tools);
     compilation.runtimeLib = findRuntimeLib(opts, argv[0]);
     std::optional<std::string> result = compilation.run(input, stage);
@@ -827,11 +959,7 @@ int runDriver(int argc, char **argv) {
       // Verification only: the output is not written.
       rc = compilation.diagnosticsVerified ? ExitSuccess : ExitFailure;
     } else if (result) {
-      if (Error err = writeOutput(output, *result))
-        driverError(toString(std::move(err)));
-      else if (Error err = opts.writeDeps ? writeDependencyFile(opts, input,
-                                                                output, argv[0])
-                                          : Error::success())
+      if (Error err = writeResult(opts, input, output, *result, argv[0]))
         driverError(toString(std::move(err)));
       else
         rc = ExitSuccess;

@@ -300,7 +300,9 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
       Value size =
           LLVM::ExtractValueOp::create(b, loc, desc, ArrayRef<int64_t>{3, d});
       sizes.push_back(size);
-      std::string where = argName + " dim " + std::to_string(d);
+      std::string place = "argument %" + param.name + " dim " +
+                          std::to_string(d);
+      std::string where = entryName + ": " + place;
       const Dim &dim = param.type.dims[d];
       switch (dim.kind) {
       case Dim::Static:
@@ -314,7 +316,7 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
           e.requireSizes(e.cmp(arith::CmpIPredicate::sge, size, e.i64Const(0)),
                          where + " (" + dim.symbol + ") has negative size {1}",
                          e.i64Const(0), size);
-          symbols[dim.symbol] = {size, where};
+          symbols[dim.symbol] = {size, place};
         } else {
           e.requireSizes(e.cmp(arith::CmpIPredicate::eq, size, it->second.size),
                          where + " (" + dim.symbol + ") has size {1}, but " +

@@ -1,7 +1,7 @@
 //===- LowerToLLVM.cpp - One conversion to the LLVM dialect ---------------===//
 //
-// The last step before `mlir-translate`: arith, math, cf, func, memref, index
-// and ub become LLVM dialect in one full conversion (as MLIR's Toy tutorial,
+// The last step before `mlir-translate`: arith, math, cf, func, memref,
+// vector, index and ub become LLVM dialect in one full conversion (as MLIR's Toy tutorial,
 // chapter 6, does), with two patterns of our own that outrank upstream's
 // `memref.alloc`/`memref.dealloc` lowerings (spec, "ABI", Allocation):
 //
@@ -30,6 +30,7 @@
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -171,6 +172,7 @@ public:
     populateMathToLLVMConversionPatterns(converter, patterns);
     index::populateIndexToLLVMConversionPatterns(converter, patterns);
     ub::populateUBToLLVMConversionPatterns(converter, patterns);
+    populateVectorToLLVMConversionPatterns(converter, patterns);
     patterns.add<RuntimeAllocLowering>(converter, allocFunction);
     patterns.add<RuntimeDeallocLowering>(converter);
 

@@ -74,7 +74,10 @@ LogicalResult lowerToLLVMDialect(ModuleOp module, const Module &kinaModule,
   pm.addPass(
       createEntryPointsPass(&kinaModule, options.symbolPrefix, options.stamp));
 
+  if (optimize)
+    pm.addPass(createMatmulKernelPass());
   pm.addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(createExpandShapePass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());

@@ -358,6 +358,51 @@ def generated_limit_cases(gen):
     return cases
 
 
+def output_is_input_cases(kinac, workdir, good, main_c):
+    """`-o` naming an input (or -MF naming it) is an error that leaves the
+    input as it was, for a compilation and for a link."""
+    results = []
+    for name, extra in (("output-is-input", []),
+                        ("link-output-is-input", [main_c]),
+                        ("dep-file-is-input", ["-MD", "-MF", "@IN"])):
+        problems = []
+        d = fresh_dir(workdir, name)
+        src = os.path.join(d, "model.kir")
+        shutil.copyfile(good, src)
+        with open(src, "rb") as f:
+            before = f.read()
+        cargs = [src] + [src if a == "@IN" else a for a in extra]
+        out = os.path.join(d, "out.o") if "@IN" in extra else src
+        rc, err = run(kinac, cargs + ["-o", out], d)
+        needle = f"kinac: error: input file '{src}' is the same as output file"
+        if rc != 1 or not err.startswith(needle):
+            problems.append(f"exit code {rc}, expected 1 and '{needle}'; "
+                            f"got:\n{err}")
+        with open(src, "rb") as f:
+            if f.read() != before:
+                problems.append("the input file was changed")
+        if sorted(os.listdir(d)) != ["model.kir"]:
+            problems.append(f"files left behind: {sorted(os.listdir(d))}")
+        results.append((name, problems))
+    return results
+
+
+def non_ascii_display(kinac, workdir):
+    """A source line holding non-ASCII bytes (invalid UTF-8 here) is shown
+    with '?' for each such byte and still gets its caret."""
+    d = fresh_dir(workdir, "non-ascii-source-line")
+    src = write(os.path.join(d, "latin1.kir"),
+                b"func @f(%x: f32[4]) -> f32[4] {\n"
+                b"  %y = relu %x # caf\xe9 cr\xc3\xa8me\n  return %y\n}\n")
+    rc, err = run(kinac, [src, "-o", os.path.join(d, "out.o")], d)
+    want = (f"{src}:2:21: error: invalid UTF-8 (byte 0xE9)\n"
+            "  %y = relu %x # caf? cr??me\n"
+            "                    ^\n")
+    if rc != 1 or not err.startswith(want):
+        return [f"exit code {rc}, expected 1 and\n{want}got:\n{err}"]
+    return []
+
+
 def verify_mode_self_tests(kinac, workdir):
     """--verify-diagnostics must fail, saying why, when annotations and
     diagnostics differ."""
@@ -462,6 +507,12 @@ def main():
          "--emit=mlir cannot be combined with C sources"),
         ("verify-with-link", [good, main_c, "--verify-diagnostics"],
          "--verify-diagnostics checks one .kir file at a time"),
+        ("bad-mcpu", [good, "--mcpu=no-such-cpu"],
+         "unknown processor 'no-such-cpu' in --mcpu"),
+        ("bad-symbol-prefix", [good, "--symbol-prefix=a-b"],
+         "--symbol-prefix 'a-b' would make invalid C names"),
+        ("symbol-prefix-with-space", [good, "--symbol-prefix=a b"],
+         "--symbol-prefix 'a b' would make invalid C names"),
         ("missing-llc", [good, "--llc=/nonexistent/llc"],
          "cannot run 'llc': '/nonexistent/llc' is not an executable file"),
         ("missing-mlir-translate", [good, "--mlir-translate=/nonexistent/mt"],
@@ -495,13 +546,20 @@ def main():
                                        "--emit=mlir", "-o", "-"],
              "-MD with output to standard output needs -MT", False),
             ("dep-with-link", [good, main_c, "-MD"],
-             "-MD applies to the compilation of one .kir file", True)]:
+             "-MD applies to the compilation of one .kir file", True),
+            # The dependency file cannot be written: the output (existing
+            # or not) must not be written either.
+            ("unwritable-dep-file", [good, "-MD", "-MF", "/nonexistent/d/x.d"],
+             "cannot write '/nonexistent/d/x.d'", True)]:
         results.append((name, run_driver_case(kinac, args.workdir, name, cargs,
                                               needle, add_output=add_output)))
     results.append(("link-to-stdout", run_driver_case(
         kinac, args.workdir, "link-to-stdout", [good, main_c, "-o", "-"],
         "cannot write an executable to standard output", add_output=False)))
 
+    results += output_is_input_cases(kinac, args.workdir, good, main_c)
+    results.append(("non-ascii-source-line", non_ascii_display(
+        kinac, args.workdir)))
     results += verify_mode_self_tests(kinac, args.workdir)
 
     failed = 0

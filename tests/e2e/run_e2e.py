@@ -802,6 +802,50 @@ def _(rng):
     return Case(kir, "f", runs)
 
 
+@case("matmul_kernel_edges")
+def _(rng):
+    # The register-tiled kernel (src/lowering/MatmulKernel.cpp): rows not a
+    # multiple of 4, columns around its 2 x 8 (f32) and 2 x 4 (f64) vector
+    # widths and the masked last columns, K across its 256-deep blocks, M
+    # across its 64-row blocks, and empty operands.
+    kir = ("func @f(%a: f32[?, ?], %b: f32[?, ?], %c: f64[?, ?], "
+           "%d: f64[?, ?]) -> (f32[?, ?], f64[?, ?]) {\n"
+           "  %x = matmul %a, %b\n  %y = matmul %c, %d\n"
+           "  return %x, %y\n}\n")
+    runs = []
+    for m, k, n in [(1, 1, 1), (3, 5, 7), (4, 8, 8), (5, 9, 9), (7, 3, 15),
+                    (9, 17, 16), (6, 2, 17), (13, 31, 23), (70, 300, 33),
+                    (2, 513, 77), (67, 40, 4), (5, 0, 9), (0, 4, 3),
+                    (4, 6, 0)]:
+        a = uniform(rng, (m, k), -1, 1)
+        b = uniform(rng, (k, n), -1, 1)
+        c = uniform(rng, (m, k), -1, 1, np.float64)
+        d = uniform(rng, (k, n), -1, 1, np.float64)
+        runs.append(Run([a, b, c, d], [(f64(a) @ f64(b)).astype(np.float32),
+                                       c @ d], tol={0: 1e-4}))
+    return Case(kir, "f", runs)
+
+
+@case("reshape_symbolic_dims")
+def _(rng):
+    # Several symbolic dims in one reshape group (MLIR 22's
+    # expand-strided-metadata crashed on these; src/lowering/ExpandShape.cpp).
+    kir = ("func @f(%x: f32[B, T, 8], %y: f32[N, M]) -> "
+           "(f32[B, T, 2, 4], f32[B, T, 8], f32[N, M], f32[?, 4]) {\n"
+           "  %s = reshape %x {shape = [B, T, 2, 4]}\n"
+           "  %t = reshape %s {shape = [B, T, 8]}\n"
+           "  %u = reshape %y {shape = [N, M]}\n"
+           "  %v = reshape %x {shape = [-1, 4]}\n"
+           "  return %s, %t, %u, %v\n}\n")
+    runs = []
+    for bsz, t, n, m in [(2, 3, 4, 5), (1, 1, 1, 1), (3, 0, 2, 0), (5, 7, 1, 9)]:
+        x = uniform(rng, (bsz, t, 8), -1, 1)
+        y = uniform(rng, (n, m), -1, 1)
+        runs.append(Run([x, y], [x.reshape(bsz, t, 2, 4), x, y,
+                                 x.reshape(-1, 4)]))
+    return Case(kir, "f", runs)
+
+
 @case("large_elementwise_broadcast")
 def _(rng):
     kir = ("func @f(%x: f32[N, 37], %b: f32[37], %s: f32[N, 1]) -> "
