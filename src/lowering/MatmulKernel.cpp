@@ -64,6 +64,7 @@ struct Matmul {
   Value a, b, c;    // memref<MxK>, memref<KxN>, memref<MxN>
   Value m, n, k;    // index
   VectorType vecTy; // vector<VL x elem>
+  Value packed;     // memref<KC x 2VL x elem> on the stack: a packed panel
 };
 
 /// True for a memref the kernel can address with `vector.load`: rank 2,
@@ -74,34 +75,117 @@ bool isPlainMatrix(Value v, Type elem) {
          type.getElementType() == elem;
 }
 
-/// A block of the iteration space: rows [rowLo, rowHi) (a multiple of `mr`
-/// rows), columns [colLo, colHi) (a multiple of nv*VL columns, or, with
-/// `masked`, one vector's worth or less: the last columns), reduction
-/// [kLo, kHi).
-struct Block {
-  Value rowLo, rowHi;
-  int64_t mr;
+/// One group of columns: [colLo, colHi) in panels of nv vectors, or, with
+/// `masked`, the last columns (fewer than one vector: one panel, lanes
+/// beyond n masked off).
+struct Columns {
   Value colLo, colHi;
   int64_t nv;
   bool masked;
-  Value kLo, kHi;
 };
 
-/// Emits the micro-kernel over `blk`: C[rows, cols] += A[rows, k] B[k, cols]
-/// summed over k in increasing order.
-void emitKernel(OpBuilder &b, Location loc, const Matmul &mm,
-                const Block &blk) {
+Value indexConst(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+/// Emits, for rows [rowLo, rowHi) in steps of `mr` and the panel of
+/// columns at j0 (nv vectors, under `mask` if set), the micro-kernel
+/// C[rows, panel] += A[rows, kLo:kHi] * panel, summed over k in increasing
+/// order. The panel is read from `mm.packed` (row kk = k - kLo) when
+/// `packed`, else from B.
+void emitRows(OpBuilder &b, Location loc, const Matmul &mm, Value rowLo,
+              Value rowHi, int64_t mr, Value j0, int64_t nv, Value mask,
+              bool packed, Value kLo, Value kHi) {
   int64_t vl = mm.vecTy.getNumElements();
-  int64_t mr = blk.mr, nv = blk.nv;
-  auto cst = [&](OpBuilder &b, int64_t v) -> Value {
-    return arith::ConstantIndexOp::create(b, loc, v);
+  Value zeros;
+  if (mask)
+    zeros = arith::ConstantOp::create(
+        b, loc, mm.vecTy,
+        DenseElementsAttr::get(mm.vecTy,
+                               b.getZeroAttr(mm.vecTy.getElementType())));
+  auto load = [&](OpBuilder &b, Value base, Value i, Value j) -> Value {
+    if (mask)
+      return vector::MaskedLoadOp::create(b, loc, mm.vecTy, base,
+                                          ValueRange{i, j}, mask, zeros);
+    return vector::LoadOp::create(b, loc, mm.vecTy, base, ValueRange{i, j});
   };
   scf::ForOp::create(
-      b, loc, blk.colLo, blk.colHi, cst(b, nv * vl), ValueRange{},
+      b, loc, rowLo, rowHi, indexConst(b, loc, mr), ValueRange{},
+      [&](OpBuilder &b, Location loc, Value i0, ValueRange) {
+        SmallVector<Value> rows, cols, packedCols;
+        for (int64_t r = 0; r < mr; ++r)
+          rows.push_back(r == 0 ? i0
+                                : arith::AddIOp::create(
+                                      b, loc, i0, indexConst(b, loc, r)));
+        for (int64_t v = 0; v < nv; ++v) {
+          cols.push_back(v == 0 ? j0
+                                : arith::AddIOp::create(
+                                      b, loc, j0, indexConst(b, loc, v * vl)));
+          packedCols.push_back(indexConst(b, loc, v * vl));
+        }
+        SmallVector<Value> acc;
+        for (int64_t r = 0; r < mr; ++r)
+          for (int64_t v = 0; v < nv; ++v)
+            acc.push_back(load(b, mm.c, rows[r], cols[v]));
+        auto loop = scf::ForOp::create(
+            b, loc, kLo, kHi, indexConst(b, loc, 1), acc,
+            [&](OpBuilder &b, Location loc, Value k, ValueRange iter) {
+              SmallVector<Value> bv;
+              Value kk;
+              if (packed)
+                kk = arith::SubIOp::create(b, loc, k, kLo);
+              for (int64_t v = 0; v < nv; ++v)
+                bv.push_back(packed ? vector::LoadOp::create(
+                                          b, loc, mm.vecTy, mm.packed,
+                                          ValueRange{kk, packedCols[v]})
+                                    : load(b, mm.b, k, cols[v]));
+              SmallVector<Value> next;
+              for (int64_t r = 0; r < mr; ++r) {
+                Value a = memref::LoadOp::create(b, loc, mm.a,
+                                                 ValueRange{rows[r], k});
+                Value av = vector::BroadcastOp::create(b, loc, mm.vecTy, a);
+                for (int64_t v = 0; v < nv; ++v)
+                  next.push_back(vector::FMAOp::create(b, loc, av, bv[v],
+                                                       iter[r * nv + v]));
+              }
+              scf::YieldOp::create(b, loc, next);
+            });
+        for (int64_t r = 0; r < mr; ++r)
+          for (int64_t v = 0; v < nv; ++v) {
+            Value sum = loop.getResult(r * nv + v);
+            SmallVector<Value, 2> at{rows[r], cols[v]};
+            if (mask)
+              vector::MaskedStoreOp::create(b, loc, mm.c, at, mask, sum);
+            else
+              vector::StoreOp::create(b, loc, sum, mm.c, at);
+          }
+        scf::YieldOp::create(b, loc);
+      });
+}
+
+/// Emits the panels of `cols` for rows [iLo, iHi) and reduction [kLo, kHi):
+/// for each panel, full panels are first copied ("packed") into mm.packed,
+/// so the kernel reads B's block contiguously (B's rows may be a power of
+/// two apart, which maps every row of a panel to one cache set), then the
+/// rows run four at a time and the rest one at a time.
+void emitPanels(OpBuilder &b, Location loc, const Matmul &mm,
+                const Columns &cols, Value iLo, Value iHi, Value kLo,
+                Value kHi) {
+  int64_t vl = mm.vecTy.getNumElements();
+  int64_t nv = cols.nv;
+  Value i4 = arith::AddIOp::create(
+      b, loc, iLo,
+      arith::SubIOp::create(
+          b, loc, arith::SubIOp::create(b, loc, iHi, iLo),
+          arith::RemUIOp::create(b, loc,
+                                 arith::SubIOp::create(b, loc, iHi, iLo),
+                                 indexConst(b, loc, kRows))));
+  scf::ForOp::create(
+      b, loc, cols.colLo, cols.colHi, indexConst(b, loc, nv * vl),
+      ValueRange{},
       [&](OpBuilder &b, Location loc, Value j0, ValueRange) {
-        // The last columns: lanes [0, n - j0) of one vector.
-        Value mask, zeros;
-        if (blk.masked) {
+        Value mask;
+        if (cols.masked) {
           // lane < n - j0, as i64 compares (vector.create_mask would need
           // its own lowering patterns before the LLVM conversion).
           auto laneTy = VectorType::get({vl}, b.getI64Type());
@@ -116,63 +200,27 @@ void emitKernel(OpBuilder &b, Location loc, const Matmul &mm,
           mask = arith::CmpIOp::create(
               b, loc, arith::CmpIPredicate::slt, laneIds,
               vector::BroadcastOp::create(b, loc, laneTy, left));
-          zeros = arith::ConstantOp::create(
-              b, loc, mm.vecTy,
-              DenseElementsAttr::get(mm.vecTy,
-                                     b.getZeroAttr(mm.vecTy.getElementType())));
         }
-        auto load = [&](OpBuilder &b, Value base, Value i, Value j) -> Value {
-          if (mask)
-            return vector::MaskedLoadOp::create(b, loc, mm.vecTy, base,
-                                                ValueRange{i, j}, mask, zeros);
-          return vector::LoadOp::create(b, loc, mm.vecTy, base,
-                                        ValueRange{i, j});
-        };
-        scf::ForOp::create(
-            b, loc, blk.rowLo, blk.rowHi, cst(b, mr), ValueRange{},
-            [&](OpBuilder &b, Location loc, Value i0, ValueRange) {
-              SmallVector<Value> rows, cols;
-              for (int64_t r = 0; r < mr; ++r)
-                rows.push_back(r == 0 ? i0
-                                      : arith::AddIOp::create(b, loc, i0,
-                                                              cst(b, r)));
-              for (int64_t v = 0; v < nv; ++v)
-                cols.push_back(v == 0 ? j0
-                                      : arith::AddIOp::create(b, loc, j0,
-                                                              cst(b, v * vl)));
-              SmallVector<Value> acc;
-              for (int64_t r = 0; r < mr; ++r)
-                for (int64_t v = 0; v < nv; ++v)
-                  acc.push_back(load(b, mm.c, rows[r], cols[v]));
-              auto loop = scf::ForOp::create(
-                  b, loc, blk.kLo, blk.kHi, cst(b, 1), acc,
-                  [&](OpBuilder &b, Location loc, Value k, ValueRange iter) {
-                    SmallVector<Value> bv;
-                    for (int64_t v = 0; v < nv; ++v)
-                      bv.push_back(load(b, mm.b, k, cols[v]));
-                    SmallVector<Value> next;
-                    for (int64_t r = 0; r < mr; ++r) {
-                      Value a = memref::LoadOp::create(
-                          b, loc, mm.a, ValueRange{rows[r], k});
-                      Value av =
-                          vector::BroadcastOp::create(b, loc, mm.vecTy, a);
-                      for (int64_t v = 0; v < nv; ++v)
-                        next.push_back(vector::FMAOp::create(
-                            b, loc, av, bv[v], iter[r * nv + v]));
-                    }
-                    scf::YieldOp::create(b, loc, next);
-                  });
-              for (int64_t r = 0; r < mr; ++r)
+        bool packed = !cols.masked;
+        if (packed) {
+          scf::ForOp::create(
+              b, loc, kLo, kHi, indexConst(b, loc, 1), ValueRange{},
+              [&](OpBuilder &b, Location loc, Value k, ValueRange) {
+                Value kk = arith::SubIOp::create(b, loc, k, kLo);
                 for (int64_t v = 0; v < nv; ++v) {
-                  Value sum = loop.getResult(r * nv + v);
-                  ValueRange at{rows[r], cols[v]};
-                  if (mask)
-                    vector::MaskedStoreOp::create(b, loc, mm.c, at, mask, sum);
-                  else
-                    vector::StoreOp::create(b, loc, sum, mm.c, at);
+                  Value col = arith::AddIOp::create(
+                      b, loc, j0, indexConst(b, loc, v * vl));
+                  Value row = vector::LoadOp::create(b, loc, mm.vecTy, mm.b,
+                                                     ValueRange{k, col});
+                  vector::StoreOp::create(
+                      b, loc, row, mm.packed,
+                      ValueRange{kk, indexConst(b, loc, v * vl)});
                 }
-              scf::YieldOp::create(b, loc);
-            });
+                scf::YieldOp::create(b, loc);
+              });
+        }
+        emitRows(b, loc, mm, iLo, i4, kRows, j0, nv, mask, packed, kLo, kHi);
+        emitRows(b, loc, mm, i4, iHi, 1, j0, nv, mask, packed, kLo, kHi);
         scf::YieldOp::create(b, loc);
       });
 }
@@ -194,56 +242,46 @@ void rewriteMatmul(linalg::MatmulOp op) {
 
   OpBuilder b(op);
   Location loc = op.getLoc();
-  auto cst = [&](OpBuilder &b, int64_t v) -> Value {
-    return arith::ConstantIndexOp::create(b, loc, v);
-  };
   int64_t vl = kVectorBits / elem.getIntOrFloatBitWidth();
+  // The packed panel lives on the stack: matmuls sit in a function's body
+  // (Kina has no loops), so the alloca is made once per call.
+  auto packedTy = MemRefType::get({kBlockK, 2 * vl}, elem);
   Matmul mm{a,
             bm,
             c,
             memref::DimOp::create(b, loc, a, 0),
             memref::DimOp::create(b, loc, bm, 1),
             memref::DimOp::create(b, loc, a, 1),
-            VectorType::get({vl}, elem)};
-  auto roundDown = [&](OpBuilder &b, Value x, int64_t step) -> Value {
-    Value rem = arith::RemUIOp::create(b, loc, x, cst(b, step));
+            VectorType::get({vl}, elem),
+            memref::AllocaOp::create(b, loc, packedTy, b.getI64IntegerAttr(64))};
+  auto roundDown = [&](Value x, int64_t step) -> Value {
+    Value rem = arith::RemUIOp::create(b, loc, x, indexConst(b, loc, step));
     return arith::SubIOp::create(b, loc, x, rem);
   };
-  // Column parts: [0, n2) in steps of 2 vectors, [n2, n1) of 1 vector,
-  // [n1, n) the masked rest (one step when not empty).
-  Value n2 = roundDown(b, mm.n, 2 * vl);
-  Value n1 = roundDown(b, mm.n, vl);
+  // Column groups: [0, n2) in panels of 2 vectors, [n2, n1) of 1 vector,
+  // [n1, n) the masked rest (one panel when not empty).
+  Value n2 = roundDown(mm.n, 2 * vl);
+  Value n1 = roundDown(mm.n, vl);
+  Value zero = indexConst(b, loc, 0);
+  Columns groups[] = {{zero, n2, 2, false}, {n2, n1, 1, false},
+                      {n1, mm.n, 1, true}};
   scf::ForOp::create(
-      b, loc, cst(b, 0), mm.k, cst(b, kBlockK), ValueRange{},
+      b, loc, zero, mm.k, indexConst(b, loc, kBlockK), ValueRange{},
       [&](OpBuilder &b, Location loc, Value kLo, ValueRange) {
         Value kHi = arith::MinSIOp::create(
-            b, loc, arith::AddIOp::create(b, loc, kLo, cst(b, kBlockK)), mm.k);
+            b, loc,
+            arith::AddIOp::create(b, loc, kLo, indexConst(b, loc, kBlockK)),
+            mm.k);
         scf::ForOp::create(
-            b, loc, cst(b, 0), mm.m, cst(b, kBlockM), ValueRange{},
+            b, loc, zero, mm.m, indexConst(b, loc, kBlockM), ValueRange{},
             [&](OpBuilder &b, Location loc, Value iLo, ValueRange) {
               Value iHi = arith::MinSIOp::create(
-                  b, loc, arith::AddIOp::create(b, loc, iLo, cst(b, kBlockM)),
+                  b, loc,
+                  arith::AddIOp::create(b, loc, iLo,
+                                        indexConst(b, loc, kBlockM)),
                   mm.m);
-              // Rows [iLo, i4) in steps of 4, then one at a time.
-              Value i4 = arith::AddIOp::create(
-                  b, loc, iLo,
-                  roundDown(b, arith::SubIOp::create(b, loc, iHi, iLo),
-                            kRows));
-              struct Cols {
-                Value lo, hi;
-                int64_t nv;
-                bool masked;
-              };
-              for (Cols cols : {Cols{cst(b, 0), n2, 2, false},
-                                Cols{n2, n1, 1, false},
-                                Cols{n1, mm.n, 1, true}}) {
-                emitKernel(b, loc, mm,
-                           {iLo, i4, kRows, cols.lo, cols.hi, cols.nv,
-                            cols.masked, kLo, kHi});
-                emitKernel(b, loc, mm,
-                           {i4, iHi, 1, cols.lo, cols.hi, cols.nv,
-                            cols.masked, kLo, kHi});
-              }
+              for (const Columns &cols : groups)
+                emitPanels(b, loc, mm, cols, iLo, iHi, kLo, kHi);
               scf::YieldOp::create(b, loc);
             });
         scf::YieldOp::create(b, loc);
