@@ -1,30 +1,30 @@
 //===- MatmulKernel.cpp - Register-tiled, vectorised linalg.matmul --------===//
 //
 // `linalg-to-loops` turns a `linalg.matmul` into three scalar loops (i, j, k
-// with the reduction innermost): about 0.4 GFLOP/s on a 1024^3 f32 product
-// (docs/toolchain-facts.md). This pass, run on the bufferized module before
-// `linalg-to-loops`, rewrites each `linalg.matmul` over plain memrefs
-// (rank 2, identity layout, one element type, f32 or f64, the default
-// indexing maps) into the classic register-tiled micro-kernel of BLIS and
-// OpenBLAS (Goto and van de Geijn, "Anatomy of high-performance matrix
-// multiplication", 2008), written with the vector dialect:
+// with the reduction innermost): about 0.5 GFLOP/s (bench/matmul.py). This
+// pass, run on the bufferized module before `linalg-to-loops`, rewrites each
+// `linalg.matmul` over plain memrefs (rank 2, identity layout, one element
+// type, f32 or f64, the default indexing maps) into the register-tiled
+// micro-kernel of BLIS and OpenBLAS (Goto and van de Geijn, "Anatomy of
+// high-performance matrix multiplication", 2008), with the vector dialect:
 //
-//   for j0 in [colLo, colHi) step nv*VL        (a panel of B, kept in cache)
-//     for i0 in [rowLo, rowHi) step MR
-//       acc[r][v] = C[i0+r, j0+v*VL : +VL]     (MR*nv vector registers)
-//       for k in [0, K)
-//         b[v]   = B[k, j0+v*VL : +VL]
-//         acc[r][v] = fma(broadcast(A[i0+r, k]), b[v], acc[r][v])
-//       C[i0+r, j0+v*VL : +VL] = acc[r][v]
+//   for kLo in [0, K) step KC                       (K blocks)
+//     for iLo in [0, M) step MC                     (blocks of rows of A)
+//       for each panel j0 of nv*VL columns
+//         packed[0:kHi-kLo, :] = B[kLo:kHi, j0 : j0+nv*VL]
+//         for i0 in [iLo, iHi) step MR (4, then 1 for the last rows)
+//           acc[r][v] = C[i0+r, j0+v*VL : +VL]      (MR*nv vector registers)
+//           for k in [kLo, kHi)
+//             acc[r][v] = fma(broadcast(A[i0+r, k]), packed[k-kLo, v], acc)
+//           C[i0+r, j0+v*VL : +VL] = acc[r][v]
 //
-// with VL the elements of 256 bits (8 f32, 4 f64; LLVM splits or joins the
-// vectors to the target's registers) and MR = 4 rows. The matrix is cut into
-// the part whose rows are a multiple of MR and columns a multiple of 2*VL
-// (2 vectors per row), then the leftover rows (MR = 1), the leftover full
-// vectors of columns (nv = 1), and the columns left below VL, which stay a
-// `linalg.matmul` on subviews for `linalg-to-loops`. Every part is a loop
-// whose trip count may be zero, so dynamic and symbolic sizes need nothing
-// more.
+// VL is the elements of 256 bits (8 f32, 4 f64; LLVM splits or joins the
+// vectors to the target's registers). Panels are 2 vectors wide, then one
+// vector for the columns left, then one masked vector (masked loads and
+// stores, not packed) for the last columns below VL. Every loop's trip
+// count may be zero, so dynamic and symbolic sizes need nothing more. The
+// packed panel (KC x 2*VL elements, 16 KiB) is a stack buffer of the
+// function.
 //
 // Semantics are those of `linalg.matmul`, C += A * B, with each output
 // element summed over k in increasing order, as the scalar loops do; the
@@ -53,9 +53,9 @@ namespace {
 constexpr int64_t kRows = 4;
 /// Width of one vector, in bits.
 constexpr int64_t kVectorBits = 256;
-/// Block sizes (BLIS's KC and MC): a block of KC rows of B and nv*VL columns
-/// (16 KiB of f32 for the widest panel) stays in the L1 cache while the
-/// kernel walks MC rows of A, whose KC-wide block (64 KiB) stays in L2.
+/// Block sizes (BLIS's KC and MC): a packed panel of KC rows of B and 2*VL
+/// columns (16 KiB) stays in the L1 cache while the kernel walks MC rows of
+/// A, whose KC-wide block (64 KiB of f32) stays in L2.
 constexpr int64_t kBlockK = 256;
 constexpr int64_t kBlockM = 64;
 
