@@ -44,6 +44,12 @@ private:
 /// The shell-quoted form of a command line, for messages and `-v`.
 std::string quoteCommand(const std::vector<std::string> &args);
 
+/// Makes an interrupted kinac (SIGINT, SIGTERM, SIGHUP) kill and reap the
+/// tool it is running, remove every file registered with
+/// llvm::sys::RemoveFileOnSignal (temporary and staged output files), and
+/// die of SIGINT. Call once, early in main.
+void installInterruptHandler();
+
 } // namespace kina
 
 #endif // KINA_TOOLRUNNER_H

@@ -36,6 +36,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/TargetParser/Host.h"
@@ -137,15 +138,17 @@ public:
         errs() << "kinac: kept temporary file " << p << "\n";
       return;
     }
-    for (auto it = paths.rbegin(); it != paths.rend(); ++it)
+    for (auto it = paths.rbegin(); it != paths.rend(); ++it) {
       sys::fs::remove(*it);
+      sys::DontRemoveFileOnSignal(*it);
+    }
   }
   Expected<std::string> create(StringRef prefix, StringRef suffix) {
     SmallString<128> path;
     if (std::error_code ec = sys::fs::createTemporaryFile(prefix, suffix, path))
       return createStringError(ec, "cannot create a temporary file: %s",
                                ec.message().c_str());
-    paths.push_back(std::string(path));
+    remember(path);
     return std::string(path);
   }
   Expected<std::string> createDirectory(StringRef prefix) {
@@ -157,18 +160,52 @@ public:
     return std::string(path);
   }
   /// Registers a file created by someone else inside a temporary directory.
-  void adopt(StringRef path) { paths.push_back(path.str()); }
+  void adopt(StringRef path) { remember(path); }
 
 private:
   bool keep;
   std::vector<std::string> paths;
+
+  /// Records `path` for removal at the end, and, unless kept, if kinac is
+  /// interrupted (installInterruptHandler).
+  void remember(StringRef path) {
+    paths.push_back(path.str());
+    if (!keep)
+      sys::RemoveFileOnSignal(path);
+  }
 };
 
-/// Writes `bytes` to a new file beside `path` (same directory, so a rename
-/// replaces `path` atomically) and returns its name. The caller renames it
-/// over `path` with commitOutput, or removes it.
-Expected<std::string> stageOutput(StringRef path, StringRef bytes) {
-  SmallString<256> model(path);
+/// An output file being written: either a complete temporary file beside
+/// the target, renamed over it by commitOutput (regular files, so an
+/// existing one is replaced only by a complete file), or, for an existing
+/// path that is not a regular file (`/dev/null`, a FIFO, a terminal), the
+/// bytes to write into it directly, as C compilers do.
+struct StagedOutput {
+  std::string target; // the path written: `path`, or a symlink's target
+  std::string tmp;    // the temporary file; empty: write `bytes` directly
+  std::string bytes;
+};
+
+/// Stages `bytes` for `path`. A symbolic link is followed, so the file it
+/// points to is replaced and the link kept.
+Expected<StagedOutput> stageOutput(StringRef path, StringRef bytes) {
+  StagedOutput staged;
+  staged.target = path.str();
+  SmallString<256> real;
+  if (sys::fs::is_symlink_file(path) && !sys::fs::real_path(path, real))
+    staged.target = std::string(real);
+  sys::fs::file_status status;
+  if (!sys::fs::status(staged.target, status) &&
+      status.type() != sys::fs::file_type::regular_file &&
+      status.type() != sys::fs::file_type::file_not_found) {
+    if (status.type() == sys::fs::file_type::directory_file)
+      return createStringError(
+          std::make_error_code(std::errc::is_a_directory),
+          "cannot write '%s': Is a directory", path.str().c_str());
+    staged.bytes = bytes.str();
+    return staged;
+  }
+  SmallString<256> model(staged.target);
   model += ".tmp-%%%%%%%%";
   SmallString<256> tmp;
   int fd;
@@ -179,36 +216,71 @@ Expected<std::string> stageOutput(StringRef path, StringRef bytes) {
   os << bytes;
   os.close();
   if (os.has_error()) {
-    sys::fs::remove(tmp);
-    return createStringError(os.error(), "cannot write '%s': %s",
-                             path.str().c_str(),
-                             os.error().message().c_str());
-  }
-  return std::string(tmp);
-}
-
-/// Renames the staged file `tmp` over `path`; removes `tmp` on failure.
-Error commitOutput(StringRef tmp, StringRef path) {
-  if (std::error_code ec = sys::fs::rename(tmp, path)) {
+    std::error_code ec = os.error();
+    os.clear_error();
     sys::fs::remove(tmp);
     return createStringError(ec, "cannot write '%s': %s", path.str().c_str(),
                              ec.message().c_str());
   }
+  staged.tmp = std::string(tmp);
+  sys::RemoveFileOnSignal(staged.tmp);
+  return staged;
+}
+
+/// Puts the staged output in place: renames the temporary file over the
+/// target (removing it on failure), or writes the bytes into the
+/// non-regular file.
+Error commitOutput(const StagedOutput &staged) {
+  if (staged.tmp.empty()) {
+    std::error_code ec;
+    raw_fd_ostream os(staged.target, ec, sys::fs::OF_None);
+    if (!ec) {
+      os << staged.bytes;
+      os.close();
+      ec = os.error();
+      os.clear_error();
+    }
+    if (ec)
+      return createStringError(ec, "cannot write '%s': %s",
+                               staged.target.c_str(), ec.message().c_str());
+    return Error::success();
+  }
+  std::error_code ec = sys::fs::rename(staged.tmp, staged.target);
+  if (ec)
+    sys::fs::remove(staged.tmp);
+  sys::DontRemoveFileOnSignal(staged.tmp);
+  if (ec)
+    return createStringError(ec, "cannot write '%s': %s",
+                             staged.target.c_str(), ec.message().c_str());
   return Error::success();
 }
 
-/// Writes `bytes` to `path` atomically ("-" is standard output): an
-/// existing `path` is replaced only by a complete file.
+/// Removes a staged output that will not be committed.
+void discardOutput(const StagedOutput &staged) {
+  if (!staged.tmp.empty()) {
+    sys::fs::remove(staged.tmp);
+    sys::DontRemoveFileOnSignal(staged.tmp);
+  }
+}
+
+/// Writes `bytes` to `path` ("-" is standard output): an existing regular
+/// file is replaced only by a complete one (stageOutput).
 Error writeOutput(StringRef path, StringRef bytes) {
   if (path == "-") {
     outs() << bytes;
     outs().flush();
+    if (outs().has_error()) {
+      std::error_code ec = outs().error();
+      outs().clear_error();
+      return createStringError(ec, "cannot write to standard output: %s",
+                               ec.message().c_str());
+    }
     return Error::success();
   }
-  Expected<std::string> tmp = stageOutput(path, bytes);
-  if (!tmp)
-    return tmp.takeError();
-  return commitOutput(*tmp, path);
+  Expected<StagedOutput> staged = stageOutput(path, bytes);
+  if (!staged)
+    return staged.takeError();
+  return commitOutput(*staged);
 }
 
 Expected<std::string> readFile(StringRef path) {
@@ -573,14 +645,14 @@ Error writeResult(const DriverOptions &opts, const std::string &input,
   auto dep = dependencyFile(opts, input, output, argv0);
   if (!dep)
     return dep.takeError();
-  Expected<std::string> depTmp = stageOutput(dep->first, dep->second);
-  if (!depTmp)
-    return depTmp.takeError();
+  Expected<StagedOutput> depStaged = stageOutput(dep->first, dep->second);
+  if (!depStaged)
+    return depStaged.takeError();
   if (Error err = writeOutput(output, bytes)) {
-    sys::fs::remove(*depTmp);
+    discardOutput(*depStaged);
     return err;
   }
-  return commitOutput(*depTmp, dep->first);
+  return commitOutput(*depStaged);
 }
 
 /// Refuses an output (or -MF dependency file) that is one of the inputs,
@@ -770,6 +842,7 @@ std::optional<std::string> Compilation::buildShared(const std::string &input) {
 } // namespace
 
 int runDriver(int argc, char **argv) {
+  installInterruptHandler();
   DriverOptions opts;
   CLI::App app{
       "kinac: ahead-of-time compiler for Kina IR (version " KINA_VERSION ")",
@@ -879,14 +952,15 @@ int runDriver(int argc, char **argv) {
     driverError("no input files");
     return ExitFailure;
   }
-  // Exported symbols are kina_<prefix><fn> and _mlir_ciface_<prefix><fn>:
-  // the prefix must keep them C identifiers.
-  if (!llvm::all_of(opts.symbolPrefix, [](char c) {
-        return llvm::isAlnum(c) || c == '_';
-      })) {
+  // Exported symbols are kina_<prefix><fn> and _mlir_ciface_<prefix><fn>,
+  // and the header's results struct <prefix><fn>_results: the prefix must
+  // keep them all C identifiers.
+  if (!llvm::all_of(opts.symbolPrefix,
+                    [](char c) { return llvm::isAlnum(c) || c == '_'; }) ||
+      (!opts.symbolPrefix.empty() && llvm::isDigit(opts.symbolPrefix[0]))) {
     driverError("--symbol-prefix '" + opts.symbolPrefix +
-                "' would make invalid C names: use only letters, digits "
-                "and '_'");
+                "' would make invalid C names: use letters, digits and '_', "
+                "not starting with a digit");
     return ExitFailure;
   }
 

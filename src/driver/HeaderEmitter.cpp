@@ -9,11 +9,16 @@
 //===----------------------------------------------------------------------===//
 #include "kina/HeaderEmitter.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/xxhash.h"
 
 #include <cctype>
+#include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 namespace kina {
 
@@ -79,6 +84,76 @@ std::string cName(const std::string &name) {
   return s;
 }
 
+/// Words a parameter name must not be in a prototype that C89..C23 and
+/// C++98..C++20 compilers all accept: keywords of both languages (with
+/// C23's), macros of the standard headers a program may include before ours,
+/// and the names the header itself uses.
+bool isReservedInHeader(const std::string &s) {
+  static const std::set<std::string> words = {
+      // C
+      "auto", "break", "case", "char", "const", "continue", "default", "do",
+      "double", "else", "enum", "extern", "float", "for", "goto", "if",
+      "inline", "int", "long", "register", "restrict", "return", "short",
+      "signed", "sizeof", "static", "struct", "switch", "typedef", "union",
+      "unsigned", "void", "volatile", "while", "_Alignas", "_Alignof",
+      "_Atomic", "_Bool", "_Complex", "_Generic", "_Imaginary", "_Noreturn",
+      "_Static_assert", "_Thread_local", "alignas", "alignof", "bool",
+      "constexpr", "false", "nullptr", "static_assert", "thread_local",
+      "true", "typeof", "typeof_unqual", "_BitInt", "_Decimal32",
+      "_Decimal64", "_Decimal128",
+      // C++
+      "and", "and_eq", "asm", "bitand", "bitor", "catch", "char8_t",
+      "char16_t", "char32_t", "class", "co_await", "co_return", "co_yield",
+      "compl", "concept", "const_cast", "consteval", "constinit", "decltype",
+      "delete", "dynamic_cast", "explicit", "export", "friend", "mutable",
+      "namespace", "new", "noexcept", "not", "not_eq", "operator", "or",
+      "or_eq", "private", "protected", "public", "reinterpret_cast",
+      "requires", "static_cast", "template", "this", "throw", "try",
+      "typeid", "typename", "using", "virtual", "wchar_t", "xor", "xor_eq",
+      // macros and typedefs of standard headers
+      "NULL", "EOF", "errno", "assert", "stdin", "stdout", "stderr",
+      "complex", "imaginary", "I", "offsetof", "noreturn", "int8_t",
+      "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t",
+      "uint64_t", "size_t", "ptrdiff_t", "intptr_t", "uintptr_t",
+      // the header's own names
+      "result", "FfiErrorCode"};
+  if (words.count(s))
+    return true;
+  llvm::StringRef r(s);
+  // The entry's results (out0, out1, ...), and the ABI's types and macros.
+  if (r.starts_with("out") && r.size() > 3 &&
+      llvm::all_of(r.drop_front(3), llvm::isDigit))
+    return true;
+  return r.starts_with("Kina") || r.starts_with("KINA_") ||
+         r.starts_with("kina_") || r.starts_with("runtime_") ||
+         r.starts_with("__");
+}
+
+/// The C names of `fn`'s parameters in its prototypes: each Kina name made
+/// a C identifier (cName), unless that is reserved (isReservedInHeader) or
+/// taken by an earlier parameter (`%x.1` and `%x_1` both give `x_1`); then
+/// `arg<i>` for the i-th parameter, with `_` appended until it is free.
+/// Prototype parameter names are only documentation: the ABI is positional.
+std::vector<std::string> paramNames(const Function &fn) {
+  std::vector<std::string> names(fn.params.size());
+  std::set<std::string> used;
+  for (size_t i = 0; i < fn.params.size(); ++i) {
+    std::string c = cName(fn.params[i].name);
+    if (!isReservedInHeader(c) && used.insert(c).second)
+      names[i] = c;
+  }
+  for (size_t i = 0; i < fn.params.size(); ++i) {
+    if (!names[i].empty())
+      continue;
+    std::string c = "arg" + std::to_string(i);
+    while (isReservedInHeader(c) || used.count(c))
+      c += "_";
+    used.insert(c);
+    names[i] = c;
+  }
+  return names;
+}
+
 } // namespace
 
 std::string emitHeader(const Module &module, const std::string &prefix) {
@@ -118,14 +193,15 @@ std::string emitHeader(const Module &module, const std::string &prefix) {
           "2\n"
        << " * (allocation refused) or 5 (internal). */\n"
        << "int32_t kina_" << name << "(";
+    std::vector<std::string> params = paramNames(fn);
     bool first = true;
     for (size_t i = 0; i < fn.results.size(); ++i) {
       os << (first ? "" : ", ") << memrefType(fn.results[i]) << " *out" << i;
       first = false;
     }
-    for (const Param &p : fn.params) {
-      os << (first ? "" : ", ") << "const " << memrefType(p.type) << " *"
-         << cName(p.name);
+    for (size_t i = 0; i < fn.params.size(); ++i) {
+      os << (first ? "" : ", ") << "const " << memrefType(fn.params[i].type)
+         << " *" << params[i];
       first = false;
     }
     os << ");\n";
@@ -145,14 +221,17 @@ std::string emitHeader(const Module &module, const std::string &prefix) {
     }
     os << "\n/* MLIR C interface of @" << fn.name
        << " (llvm.emit_c_interface): no status and no\n"
-       << " * argument checks; on an allocation failure the results come "
-          "back with\n"
-       << " * null pointers and kina_last_error() says why. Same ownership "
-          "as kina_"
-       << name << ". */\n"
+       << " * argument checks. Each argument must be row-major contiguous "
+          "with\n"
+       << " * offset 0 (the memref types' identity layout; kina_" << name
+       << "\n"
+       << " * also accepts offsets). On an allocation failure the results "
+          "come\n"
+       << " * back with null pointers and kina_last_error() says why. Same\n"
+       << " * ownership as kina_" << name << ". */\n"
        << "void _mlir_ciface_" << name << "(" << resultType << " *result";
-    for (const Param &p : fn.params)
-      os << ", " << memrefType(p.type) << " *" << cName(p.name);
+    for (size_t i = 0; i < fn.params.size(); ++i)
+      os << ", " << memrefType(fn.params[i].type) << " *" << params[i];
     os << ");\n";
   }
   os << "\n#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n#endif /* "

@@ -1,7 +1,10 @@
 //===- ToolRunner.cpp - Running external tools with captured stderr -------===//
 //
-// Implementation of ToolRunner.h on llvm::sys::ExecuteAndWait. stderr goes to
-// a temporary file that is read back into the error message and removed.
+// Implementation of ToolRunner.h on llvm::sys::ExecuteNoWait and Wait. stderr
+// goes to a temporary file that is read back into the error message and
+// removed. If kinac is interrupted (SIGINT, SIGTERM, SIGHUP) while a tool
+// runs, the tool is killed and waited for before kinac dies, so it cannot
+// write its output after kinac's temporary files were removed.
 //
 //===----------------------------------------------------------------------===//
 #include "kina/ToolRunner.h"
@@ -13,13 +16,44 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <atomic>
+#include <csignal>
 #include <optional>
+
+#include <sys/types.h>
+#include <sys/wait.h>
 
 using namespace llvm;
 
 namespace kina {
+
+namespace {
+
+/// The process id of the tool running now (0: none), for onInterrupt.
+std::atomic<long> runningTool{0};
+
+/// LLVM's interrupt function (sys::SetInterruptFunction), called from its
+/// signal handler after it removed the files registered with
+/// sys::RemoveFileOnSignal: kills the running tool and waits for it, removes
+/// the files again (the tool may have written one meanwhile), then dies of
+/// SIGINT, as an interrupted compiler does. Async-signal-safe calls only.
+void onInterrupt() {
+  long pid = runningTool.load();
+  if (pid > 0) {
+    ::kill(static_cast<pid_t>(pid), SIGKILL);
+    ::waitpid(static_cast<pid_t>(pid), nullptr, 0);
+  }
+  sys::RunInterruptHandlers();
+  ::signal(SIGINT, SIG_DFL);
+  ::raise(SIGINT);
+}
+
+} // namespace
+
+void installInterruptHandler() { sys::SetInterruptFunction(onInterrupt); }
 
 std::string quoteCommand(const std::vector<std::string> &args) {
   std::string out;
@@ -97,6 +131,7 @@ Error ToolRunner::run(StringRef program,
     return createStringError(ec, "cannot create a temporary file: %s",
                              ec.message().c_str());
   FileRemover removeErr(errPath);
+  sys::RemoveFileOnSignal(errPath);
 
   SmallVector<StringRef> argv;
   for (const std::string &a : args)
@@ -105,9 +140,19 @@ Error ToolRunner::run(StringRef program,
                                           StringRef(errPath)};
   std::string execError;
   bool failedToStart = false;
-  int rc = sys::ExecuteAndWait(program, argv, /*Env=*/std::nullopt, redirects,
-                               /*SecondsToWait=*/0, /*MemoryLimit=*/0,
-                               &execError, &failedToStart);
+  sys::ProcessInfo started =
+      sys::ExecuteNoWait(program, argv, /*Env=*/std::nullopt, redirects,
+                         /*MemoryLimit=*/0, &execError, &failedToStart);
+  int rc = -1;
+  if (started.Pid != sys::ProcessInfo::InvalidPid) {
+    runningTool.store(started.Pid);
+    rc = sys::Wait(started, /*SecondsToWait=*/std::nullopt, &execError)
+             .ReturnCode;
+    runningTool.store(0);
+  } else {
+    failedToStart = true;
+  }
+  sys::DontRemoveFileOnSignal(errPath);
   std::string stderrText;
   if (auto buf = MemoryBuffer::getFile(errPath))
     stderrText = (*buf)->getBuffer().str();

@@ -8,8 +8,9 @@
 // memref descriptor. It is built on the bufferized module as a `func.func`
 // over `!llvm.ptr` values, so the ordinary lowering turns it into LLVM:
 //
-//   clear the thread's last error; check the result pointers are not null
-//   and zero the result descriptors; on the first call in the process,
+//   clear the thread's last error; copy the argument descriptors (a result
+//   pointer may alias an argument's); check the result pointers are not
+//   null and zero the result descriptors; on the first call in the process,
 //   check the object's ABI version against the runtime's
 //   (kina_rt_check_version: an object compiled for another ABI returns 1 on
 //   every call); check the argument pointers are not null, load each
@@ -17,8 +18,8 @@
 //   (static sizes, symbolic dims equal wherever the name appears, no
 //   negative size), that the data pointer is
 //   not null when there are elements, that the element count fits in 64
-//   bits and that the layout is row-major
-//   contiguous (the offset is folded into the aligned pointer); call `@f`;
+//   bits and that the layout is row-major contiguous (unless there are no
+//   elements; the offset is folded into the aligned pointer); call `@f`;
 //   store the result descriptors, or return the runtime's status when `@f`
 //   failed (null descriptors).
 //
@@ -224,6 +225,23 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
     return LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ne, p, nullPtr);
   };
 
+  // Argument descriptors are copied first: the caller may pass one
+  // descriptor as a result and as an argument (the arguments are const, so C
+  // allows it), and zeroing the results must not erase the argument. A null
+  // argument pointer reads a zero descriptor instead; its check fails below.
+  SmallVector<Value> argDescs;
+  for (size_t i = 0; i < numArgs; ++i) {
+    auto type = cast<MemRefType>(calleeType.getInput(i));
+    Type descType = memrefDescriptorType(ctx, type.getRank());
+    Value in = body->getArgument(numResults + i);
+    Value slot =
+        LLVM::AllocaOp::create(b, loc, ptr, descType, e.i64Const(1), 8);
+    LLVM::StoreOp::create(b, loc, LLVM::ZeroOp::create(b, loc, descType),
+                          slot);
+    Value from = LLVM::SelectOp::create(b, loc, notNull(in), in, slot);
+    argDescs.push_back(LLVM::LoadOp::create(b, loc, descType, from));
+  }
+
   // Result pointers: not null, then zeroed so a failure leaves null buffers.
   for (size_t i = 0; i < numResults; ++i) {
     Value out = body->getArgument(i);
@@ -292,8 +310,7 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
     Value in = body->getArgument(numResults + i);
     std::string argName = entryName + ": argument %" + param.name;
     e.require(notNull(in), argName + " descriptor pointer is null");
-    Type descType = memrefDescriptorType(ctx, rank);
-    Value desc = LLVM::LoadOp::create(b, loc, descType, in);
+    Value desc = argDescs[i];
 
     SmallVector<Value> sizes;
     for (int64_t d = 0; d < rank; ++d) {
@@ -332,15 +349,23 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
       }
     }
 
-    // Row-major contiguity (strides of size-1 dims do not matter) and the
-    // element count, for the null-data check.
+    // Row-major contiguity (strides of size-1 dims do not matter, nor any
+    // stride of an array without elements, as for NumPy) and the element
+    // count, for the null-data check.
+    Value empty = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+    for (Value size : sizes)
+      empty = arith::OrIOp::create(
+          b, loc, empty, e.cmp(arith::CmpIPredicate::eq, size, e.i64Const(0)));
     Value expected = e.i64Const(1);
     for (int64_t d = rank - 1; d >= 0; --d) {
       Value stride =
           LLVM::ExtractValueOp::create(b, loc, desc, ArrayRef<int64_t>{4, d});
       Value fine = arith::OrIOp::create(
           b, loc, e.cmp(arith::CmpIPredicate::eq, stride, expected),
-          e.cmp(arith::CmpIPredicate::sle, sizes[d], e.i64Const(1)));
+          arith::OrIOp::create(
+              b, loc,
+              e.cmp(arith::CmpIPredicate::sle, sizes[d], e.i64Const(1)),
+              empty));
       e.requireSizes(fine,
                      argName + " is not row-major contiguous: dim " +
                          std::to_string(d) + " has stride {1}, expected {0}",
@@ -352,14 +377,18 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
           sizes[d], e.i64Const(1));
       Value limit = arith::DivSIOp::create(
           b, loc, e.i64Const(std::numeric_limits<int64_t>::max()), divisor);
-      e.requireSizes(e.cmp(arith::CmpIPredicate::sle, expected, limit),
+      e.requireSizes(arith::OrIOp::create(
+                         b, loc,
+                         e.cmp(arith::CmpIPredicate::sle, expected, limit),
+                         empty),
                      argName + " has too many elements: with dim " +
                          std::to_string(d) +
                          " of size {1}, the element count overflows 64 bits",
                      expected, sizes[d]);
       expected = arith::MulIOp::create(b, loc, expected, sizes[d]);
     }
-    Value elements = expected;
+    Value elements =
+        arith::SelectOp::create(b, loc, empty, e.i64Const(0), expected);
     Value aligned =
         LLVM::ExtractValueOp::create(b, loc, desc, ArrayRef<int64_t>{1});
     Value hasData = arith::OrIOp::create(

@@ -42,8 +42,10 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
+import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SENTINEL = b"existing output, must survive\n"
@@ -387,6 +389,56 @@ def output_is_input_cases(kinac, workdir, good, main_c):
     return results
 
 
+def special_output_cases(kinac, workdir, good):
+    """Outputs that are not regular files: a FIFO is written into and stays a
+    FIFO (as `-o /dev/null` must leave /dev/null alone); a symbolic link is
+    followed, its target replaced and the link kept; a directory is an
+    error."""
+    results = []
+    d = fresh_dir(workdir, "fifo-output")
+    fifo = os.path.join(d, "out.fifo")
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(
+        target=lambda: got.append(open(fifo, "rb").read()))
+    reader.start()
+    rc, err = run(kinac, [good, "--emit=mlir", "-o", fifo], d)
+    reader.join(timeout=60)
+    problems = []
+    if rc != 0:
+        problems.append(f"exit code {rc}:\n{err}")
+    if not stat.S_ISFIFO(os.lstat(fifo).st_mode):
+        problems.append("the FIFO was replaced by another kind of file")
+    if not got or b"func.func @forward" not in got[0]:
+        problems.append("the reader did not get the MLIR text")
+    if sorted(os.listdir(d)) != ["out.fifo"]:
+        problems.append(f"files left behind: {sorted(os.listdir(d))}")
+    results.append(("fifo-output", problems))
+
+    d = fresh_dir(workdir, "symlink-output")
+    target = write(os.path.join(d, "real.o"), SENTINEL)
+    link = os.path.join(d, "link.o")
+    os.symlink("real.o", link)
+    rc, err = run(kinac, [good, "-o", link], d)
+    problems = [] if rc == 0 else [f"exit code {rc}:\n{err}"]
+    if not os.path.islink(link):
+        problems.append("the symbolic link was replaced")
+    with open(target, "rb") as f:
+        if not f.read().startswith(b"\x7fELF"):
+            problems.append("the link's target is not the new object")
+    if sorted(os.listdir(d)) != ["link.o", "real.o"]:
+        problems.append(f"files left behind: {sorted(os.listdir(d))}")
+    results.append(("symlink-output", problems))
+
+    d = fresh_dir(workdir, "directory-output-target")
+    out_dir = os.path.join(d, "out.o")
+    os.makedirs(out_dir)
+    results.append(("directory-output", run_driver_case(
+        kinac, workdir, "directory-output", [good, "-o", out_dir],
+        f"cannot write '{out_dir}': Is a directory", add_output=False)))
+    return results
+
+
 def non_ascii_display(kinac, workdir):
     """A source line holding non-ASCII bytes (invalid UTF-8 here) is shown
     with '?' for each such byte and still gets its caret."""
@@ -513,6 +565,8 @@ def main():
          "--symbol-prefix 'a-b' would make invalid C names"),
         ("symbol-prefix-with-space", [good, "--symbol-prefix=a b"],
          "--symbol-prefix 'a b' would make invalid C names"),
+        ("symbol-prefix-leading-digit", [good, "--symbol-prefix=1x"],
+         "--symbol-prefix '1x' would make invalid C names"),
         ("missing-llc", [good, "--llc=/nonexistent/llc"],
          "cannot run 'llc': '/nonexistent/llc' is not an executable file"),
         ("missing-mlir-translate", [good, "--mlir-translate=/nonexistent/mt"],
@@ -558,6 +612,7 @@ def main():
         "cannot write an executable to standard output", add_output=False)))
 
     results += output_is_input_cases(kinac, args.workdir, good, main_c)
+    results += special_output_cases(kinac, args.workdir, good)
     results.append(("non-ascii-source-line", non_ascii_display(
         kinac, args.workdir)))
     results += verify_mode_self_tests(kinac, args.workdir)

@@ -10,7 +10,9 @@ every temporary file; with `--keep-temps` it keeps them and says where.
 Fake tools are small shell scripts written here: one that kills itself with
 SIGSEGV, one with SIGKILL, one that exits 3 after writing a partial output
 file, each printing a line on stderr first. Every run has TMPDIR pointing at
-an empty directory, which must be empty again afterwards.
+an empty directory, which must be empty again afterwards. kinac interrupted
+(SIGINT, SIGTERM, sent to kinac alone) while a slow tool runs must kill the
+tool, leave no temporary file and no output, and die of the signal.
 
 Usage: run_tool_failures.py --kinac PATH --workdir DIR
 """
@@ -18,8 +20,10 @@ import argparse
 import os
 import shutil
 import stat
+import signal
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GOOD = os.path.join(HERE, "..", "..", "samples", "digits", "mlp.kir")
@@ -131,6 +135,40 @@ def keep_temps_case(kinac, work, fake):
     return problems
 
 
+def interrupt_case(kinac, work, bindir, sig):
+    """kinac gets `sig` while llc (a fake that says it started, sleeps, then
+    writes its output) runs: the fake must not outlive kinac to write its
+    output, and TMPDIR and the output directory must end empty."""
+    problems = []
+    name = signal.Signals(sig).name
+    case_dir = fresh(os.path.join(work, f"interrupt-{name}"))
+    tmpdir = fresh(os.path.join(work, f"interrupt-{name}-tmp"))
+    started = os.path.join(case_dir, "started")
+    slow = make_fake(bindir, f"slow-{name}",
+                     f'for a in "$@"; do o=$a; done\n: > "{started}"\n'
+                     'sleep 2\necho late > "$o"\n')
+    out = os.path.join(case_dir, "out.o")
+    p = subprocess.Popen([kinac, GOOD, f"--llc={slow}", "-o", out],
+                         cwd=case_dir, env=dict(os.environ, TMPDIR=tmpdir),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while not os.path.exists(started) and time.time() < deadline:
+        time.sleep(0.02)
+    p.send_signal(sig)
+    p.wait(timeout=60)
+    time.sleep(3)  # longer than the fake's sleep: a surviving llc writes now
+    if p.returncode != -signal.SIGINT:
+        problems.append(f"exit status {p.returncode}, expected death by "
+                        f"SIGINT; stderr:\n{p.stderr.read().decode()}")
+    os.remove(started)
+    if os.listdir(case_dir):
+        problems.append(f"files left beside the output: "
+                        f"{os.listdir(case_dir)}")
+    if os.listdir(tmpdir):
+        problems.append(f"temporary files left: {os.listdir(tmpdir)}")
+    return problems
+
+
 def success_leaves_nothing(kinac, work):
     """A successful compile (and -v) leaves TMPDIR empty too."""
     problems = []
@@ -204,6 +242,9 @@ def main():
         check_clean(case_dir, tmpdir, out, False, problems)
         results.append((f"{tool}-missing", problems))
     results.append(("keep-temps", keep_temps_case(kinac, work, fakes["fail"])))
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        results.append((f"interrupted-{signal.Signals(sig).name}",
+                        interrupt_case(kinac, work, bindir, sig)))
     results.append(("success-leaves-nothing",
                     success_leaves_nothing(kinac, work)))
     results.append(("link-failure", link_failure_case(kinac, work,

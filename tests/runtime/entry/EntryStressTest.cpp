@@ -327,6 +327,53 @@ TEST_F(Entry, LayoutErrorsAreStatus1) {
   EXPECT_EQ(runtime_live_buffer_count(), 0);
 }
 
+TEST_F(Entry, ResultMayAliasAnArgument) {
+  // One descriptor passed as the result and as an argument (legal C: the
+  // arguments are const): the entry reads the argument before it zeroes the
+  // result, then overwrites the descriptor with the new result.
+  Tensor<1> a(5, 1), b(5, 2);
+  std::vector<float> original = a.data;
+  KinaMemRef1 shared = a.ref;
+  ASSERT_EQ(kina_add_pair(&shared, &shared, &b.ref), 0) << kina_last_error();
+  ASSERT_NE(shared.allocated, a.ref.allocated);
+  ASSERT_EQ(shared.sizes[0], 5);
+  const float *p = static_cast<const float *>(shared.aligned) + shared.offset;
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(p[i], original[i] + b.data[i]) << i;
+  EXPECT_EQ(a.data, original);
+  EXPECT_EQ(runtime_free(shared.allocated), 0);
+  // All three the same descriptor.
+  KinaMemRef1 all = a.ref;
+  ASSERT_EQ(kina_add_pair(&all, &all, &all), 0) << kina_last_error();
+  p = static_cast<const float *>(all.aligned) + all.offset;
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(p[i], original[i] + original[i]) << i;
+  EXPECT_EQ(runtime_free(all.allocated), 0);
+}
+
+TEST_F(Entry, EmptyArraysMayHaveAnyStrides) {
+  // NumPy's x[:0] of a larger array keeps its strides; with no elements
+  // nothing is read, so the layout does not matter.
+  Tensor<2> w(kIn, kOut, 2);
+  Tensor<1> b(kOut, 3);
+  Tensor<2> empty(1, kIn, 1);
+  empty.ref.sizes[0] = 0;
+  empty.ref.strides[0] = 3 * kIn;
+  empty.ref.strides[1] = 2;
+  KinaMemRef2 out{};
+  ASSERT_EQ(kina_dense_softmax(&out, &empty.ref, &w.ref, &b.ref), 0)
+      << kina_last_error();
+  EXPECT_EQ(out.sizes[0], 0);
+  EXPECT_EQ(runtime_free(out.allocated), 0);
+  Tensor<1> v(3, 1);
+  v.ref.sizes[0] = 0;
+  v.ref.strides[0] = 7;
+  KinaMemRef1 sum{};
+  ASSERT_EQ(kina_add_pair(&sum, &v.ref, &v.ref), 0) << kina_last_error();
+  EXPECT_EQ(sum.sizes[0], 0);
+  EXPECT_EQ(runtime_free(sum.allocated), 0);
+}
+
 TEST_F(Entry, EmptyBatchAndOffsetsAreValid) {
   Tensor<2> w(kIn, kOut, 2);
   Tensor<1> b(kOut, 3);
