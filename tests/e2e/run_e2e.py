@@ -826,6 +826,22 @@ def _(rng):
     return Case(kir, "f", runs)
 
 
+@case("param_names_reserved_in_c")
+def _(rng):
+    # Kina names that are C keywords, macros, the header's own names, or
+    # that map to the same C name: the header renames them (arg<i>).
+    kir = ("func @f(%int: f32[3], %result: f32[3], %out0: f32[3], "
+           "%x.1: f32[3], %x_1: f32[3], %NULL: f32[3], %class: f32[3], "
+           "%0: f32[3], %arg_0: f32[3]) -> f32[3] {\n"
+           "  %a = add %int, %result\n  %b = add %a, %out0\n"
+           "  %c = add %b, %x.1\n  %d = add %c, %x_1\n"
+           "  %e = add %d, %NULL\n  %g = add %e, %class\n"
+           "  %h = add %g, %0\n  %i = sub %h, %arg_0\n  return %i\n}\n")
+    xs = [small_ints(rng, (3,), -4, 4) for _ in range(9)]
+    want = sum(f64(x) for x in xs[:8]) - f64(xs[8])
+    return Case(kir, "f", [Run(xs, [want.astype(np.float32)])])
+
+
 @case("reshape_symbolic_dims")
 def _(rng):
     # Several symbolic dims in one reshape group (MLIR 22's
