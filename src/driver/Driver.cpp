@@ -679,20 +679,38 @@ Error checkNotAnInput(const DriverOptions &opts, const std::string &output) {
 
 std::string stem(StringRef path) { return sys::path::stem(path).str(); }
 
-/// The system compiler driver that links: `$CC` if set, else `cc`, looked up
-/// on PATH.
-Expected<std::string> findCompilerDriver() {
+/// The system compiler driver that links: its path and the arguments that
+/// come with it.
+struct CompilerDriver {
+  std::string path;
+  std::vector<std::string> args; // argv[0] (the name) and $CC's own words
+};
+
+/// `$CC` if set, else `cc`, looked up on PATH. As make does, $CC may hold
+/// words after the program (`gcc -m32`, `ccache gcc`), split at white space.
+Expected<CompilerDriver> findCompilerDriver() {
   std::string cc = "cc";
   if (std::optional<std::string> env = sys::Process::GetEnv("CC"))
-    if (!env->empty())
+    if (!StringRef(*env).trim().empty())
       cc = *env;
-  ErrorOr<std::string> ccPath = sys::findProgramByName(cc);
+  SmallVector<StringRef> words;
+  StringRef(cc).split(words, ' ', -1, /*KeepEmpty=*/false);
+  SmallVector<StringRef> fields;
+  for (StringRef w : words) {
+    SmallVector<StringRef> parts;
+    w.split(parts, '\t', -1, /*KeepEmpty=*/false);
+    fields.append(parts.begin(), parts.end());
+  }
+  ErrorOr<std::string> ccPath = sys::findProgramByName(fields.front());
   if (!ccPath)
     return createStringError(ccPath.getError(),
                              "cannot find the C compiler driver '%s' (set CC "
                              "to choose another)",
-                             cc.c_str());
-  return *ccPath;
+                             fields.front().str().c_str());
+  CompilerDriver driver{*ccPath, {sys::path::filename(*ccPath).str()}};
+  for (StringRef f : ArrayRef<StringRef>(fields).drop_front())
+    driver.args.push_back(f.str());
+  return driver;
 }
 
 /// `kinac a.kir [b.kir] main.c [x.o] -o app`: compile, write the headers
@@ -743,20 +761,47 @@ int linkExecutable(const DriverOptions &opts, const char *argv0,
     driverError("cannot write an executable to standard output");
     return ExitFailure;
   }
-  Expected<std::string> ccPath = findCompilerDriver();
-  if (!ccPath) {
-    driverError(toString(ccPath.takeError()));
+  Expected<CompilerDriver> cc = findCompilerDriver();
+  if (!cc) {
+    driverError(toString(cc.takeError()));
     return ExitFailure;
   }
-  std::string cc = sys::path::filename(*ccPath).str();
-  SmallString<256> model(output);
-  model += ".tmp-%%%%%%%%";
+  // The executable is linked beside the output and renamed over it; into a
+  // temporary file, then copied, when the output exists and is not a
+  // regular file (`-o /dev/null`); a symbolic link is followed.
+  std::string target = output;
+  SmallString<256> real;
+  if (sys::fs::is_symlink_file(output) && !sys::fs::real_path(output, real))
+    target = std::string(real);
+  sys::fs::file_status status;
+  bool special = !sys::fs::status(target, status) &&
+                 status.type() != sys::fs::file_type::regular_file &&
+                 status.type() != sys::fs::file_type::file_not_found;
   SmallString<256> tmpOut;
-  if (std::error_code ec = sys::fs::createUniqueFile(model, tmpOut)) {
-    driverError("cannot write '" + output + "': " + ec.message());
-    return ExitFailure;
+  if (special) {
+    Expected<std::string> linked = temps.create("kinac-link", "out");
+    if (!linked) {
+      driverError(toString(linked.takeError()));
+      return ExitFailure;
+    }
+    tmpOut = *linked;
+  } else {
+    SmallString<256> model(target);
+    model += ".tmp-%%%%%%%%";
+    if (std::error_code ec = sys::fs::createUniqueFile(model, tmpOut)) {
+      driverError("cannot write '" + output + "': " + ec.message());
+      return ExitFailure;
+    }
+    sys::RemoveFileOnSignal(tmpOut);
   }
-  std::vector<std::string> args = {cc, "-I" + *includeDir};
+  auto removeTmp = [&] {
+    if (!special) {
+      sys::fs::remove(tmpOut);
+      sys::DontRemoveFileOnSignal(tmpOut);
+    }
+  };
+  std::vector<std::string> args = cc->args;
+  args.push_back("-I" + *includeDir);
   for (const std::string &o : others)
     args.push_back(o);
   for (const std::string &o : objects)
@@ -766,16 +811,28 @@ int linkExecutable(const DriverOptions &opts, const char *argv0,
   args.push_back("-o");
   args.push_back(std::string(tmpOut));
   if (Error err =
-          timer.time("link", [&] { return tools.run(*ccPath, args); })) {
-    sys::fs::remove(tmpOut);
+          timer.time("link", [&] { return tools.run(cc->path, args); })) {
+    removeTmp();
     driverError(toString(std::move(err)));
     return ExitFailure;
   }
-  if (std::error_code ec = sys::fs::rename(tmpOut, output)) {
-    sys::fs::remove(tmpOut);
+  if (special) {
+    Expected<std::string> bytes = readFile(std::string(tmpOut));
+    Error err = bytes ? commitOutput(StagedOutput{target, "", *bytes})
+                      : bytes.takeError();
+    if (err) {
+      driverError(toString(std::move(err)));
+      return ExitFailure;
+    }
+    return ExitSuccess;
+  }
+  std::error_code ec = sys::fs::rename(tmpOut, target);
+  if (ec) {
+    removeTmp();
     driverError("cannot write '" + output + "': " + ec.message());
     return ExitFailure;
   }
+  sys::DontRemoveFileOnSignal(tmpOut);
   return ExitSuccess;
 }
 
@@ -812,14 +869,14 @@ std::optional<std::string> Compilation::buildShared(const std::string &input) {
   Expected<std::string> soPath = temps.create(stem(input), "so");
   if (!soPath)
     return fail(soPath.takeError());
-  Expected<std::string> ccPath = findCompilerDriver();
-  if (!ccPath)
-    return fail(ccPath.takeError());
+  Expected<CompilerDriver> cc = findCompilerDriver();
+  if (!cc)
+    return fail(cc.takeError());
 
   // runtimeLinkFlags: the archive first, then what it needs.
   std::vector<std::string> flags = runtimeLinkFlags(runtimeLib);
-  std::vector<std::string> args = {sys::path::filename(*ccPath).str(),
-                                   "-shared",
+  std::vector<std::string> args = cc->args;
+  args.insert(args.end(), {"-shared",
                                    "-fPIC",
                                    "-Wl,-Bsymbolic",
                                    "-Wl,--no-undefined",
@@ -829,9 +886,9 @@ std::optional<std::string> Compilation::buildShared(const std::string &input) {
                                    *objPath,
                                    "-Wl,--whole-archive",
                                    flags.front(),
-                                   "-Wl,--no-whole-archive"};
+                                   "-Wl,--no-whole-archive"});
   args.insert(args.end(), flags.begin() + 1, flags.end());
-  if (Error err = timer.time("link", [&] { return tools.run(*ccPath, args); }))
+  if (Error err = timer.time("link", [&] { return tools.run(cc->path, args); }))
     return fail(std::move(err));
   Expected<std::string> bytes = readFile(*soPath);
   if (!bytes)

@@ -415,6 +415,26 @@ def special_output_cases(kinac, workdir, good):
         problems.append(f"files left behind: {sorted(os.listdir(d))}")
     results.append(("fifo-output", problems))
 
+    # Link mode into a FIFO: the executable's bytes go into it.
+    d = fresh_dir(workdir, "fifo-link-output")
+    main_c = write(os.path.join(d, "main.c"), "int main(void) { return 0; }\n")
+    fifo = os.path.join(d, "app.fifo")
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(
+        target=lambda: got.append(open(fifo, "rb").read()))
+    reader.start()
+    rc, err = run(kinac, [good, main_c, "-o", fifo], d)
+    reader.join(timeout=120)
+    problems = [] if rc == 0 else [f"exit code {rc}:\n{err}"]
+    if not stat.S_ISFIFO(os.lstat(fifo).st_mode):
+        problems.append("the FIFO was replaced by another kind of file")
+    if not got or not got[0].startswith(b"\x7fELF"):
+        problems.append("the reader did not get an executable")
+    if sorted(os.listdir(d)) != ["app.fifo", "main.c"]:
+        problems.append(f"files left behind: {sorted(os.listdir(d))}")
+    results.append(("fifo-link-output", problems))
+
     d = fresh_dir(workdir, "symlink-output")
     target = write(os.path.join(d, "real.o"), SENTINEL)
     link = os.path.join(d, "link.o")

@@ -198,12 +198,13 @@ def link_failure_case(kinac, work, fake):
     with open(main_c, "w") as f:
         f.write("int main(void) { return 0; }\n")
     app = os.path.join(case_dir, "app")
+    # $CC may hold arguments after the program, as make allows.
     rc, err = run(kinac, [GOOD, main_c, "-o", app], case_dir, tmpdir,
-                  env={"CC": fake})
+                  env={"CC": f"{fake} --from-cc"})
     if rc != 1:
         problems.append(f"exit code {rc}, expected 1; stderr:\n{err}")
     if "failed with exit code 3" not in err or "fake tool:" not in err or \
-            f"command: {fake} " not in err:
+            f"command: {fake} --from-cc " not in err:
         problems.append(f"the failing link is not explained:\n{err}")
     left = [f for f in os.listdir(case_dir) if f != "main.c"]
     if left:
