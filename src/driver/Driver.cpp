@@ -973,13 +973,17 @@ int runDriver(int argc, char **argv) {
     driverError(toString(std::move(err)));
     return ExitFailure;
   }
-  // `-shared`, as C compilers spell it, is --emit=shared.
+  // `-shared`, as C compilers spell it, is --emit=shared,
+  // and a bare `-O` is -O1, as for gcc and clang.
   static char emitShared[] = "--emit=shared";
+  static char optOne[] = "-O1";
   for (char *&arg : cliArgs) {
     if (StringRef(arg) == "--")
       break;
     if (StringRef(arg) == "-shared")
       arg = emitShared;
+    else if (StringRef(arg) == "-O")
+      arg = optOne;
   }
   try {
     app.parse(static_cast<int>(cliArgs.size()), cliArgs.data());
