@@ -55,9 +55,10 @@ constexpr int64_t kRows = 4;
 constexpr int64_t kVectorBits = 256;
 /// Block sizes (BLIS's KC and MC): a packed panel of KC rows of B and 2*VL
 /// columns (16 KiB) stays in the L1 cache while the kernel walks MC rows of
-/// A, whose KC-wide block (64 KiB of f32) stays in L2.
+/// A, whose KC-wide block (256 KiB of f32) stays in L2 (MC = 256 measured
+/// best of 64, 256 and 512 with bench/matmul.py on a 512 KiB L2).
 constexpr int64_t kBlockK = 256;
-constexpr int64_t kBlockM = 64;
+constexpr int64_t kBlockM = 256;
 
 /// The operands of one matmul and the sizes read from them.
 struct Matmul {
