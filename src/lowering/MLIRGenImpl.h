@@ -29,6 +29,7 @@
 #include "llvm/ADT/Twine.h"
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace kina {
@@ -276,8 +277,10 @@ public:
   /// Symbolic dims of the function being generated, bound at entry.
   llvm::StringMap<mlir::Value> symbols;
   /// Index constants and tensor.dim results of the function being
-  /// generated, reused: its body is one block in program order.
-  llvm::DenseMap<int64_t, mlir::Value> indexConsts;
+  /// generated, reused: its body is one block in program order. Not a
+  /// DenseMap: every int64_t is a valid key (a slice's stop is often
+  /// INT64_MAX, DenseMap's reserved empty key).
+  std::unordered_map<int64_t, mlir::Value> indexConsts;
   llvm::DenseMap<std::pair<mlir::Value, int64_t>, mlir::Value> dimCache;
   bool checkDeclared = false;
 };

@@ -10,8 +10,8 @@
 //    not provably equal, a run-time check compares them (with `-1`, checks
 //    that the other dims divide the count and are not 0, as NumPy does);
 //  - concat {axis}: one linalg.generic over the result reading each element
-//    from the operand whose range holds it (an scf.if chain: no operand is
-//    read out of bounds); the other dims are checked equal where not
+//    from the operand whose range holds it (nested scf.if, a binary search
+//    over the offsets: no operand is read out of bounds); the other dims are checked equal where not
 //    provable;
 //  - slice {start, stop, step}: Python slicing per dim (Shapes.h's
 //    normalizeSlice, folded for static dims, in `arith` for dynamic ones),
@@ -303,7 +303,7 @@ LogicalResult Generator::genConcat(const Statement &s) {
     outDims[axis] = offset;
 
   // One generic over the result: the element comes from the operand whose
-  // range holds the axis index (an scf.if chain, so that no operand is read
+  // range holds the axis index (nested scf.if, so that no operand is read
   // out of its bounds). bf16 elements travel through the chain as their i16
   // bits: the x86 backend turns a bf16 phi into an f32 round trip that
   // calls __truncsfbf2, which Debian 12's libgcc lacks.
@@ -325,24 +325,28 @@ LogicalResult Generator::genConcat(const Statement &s) {
                     e = arith::BitcastOp::create(b, l, carried, e);
                   return e;
                 };
-                std::function<Value(OpBuilder &, size_t)> pick =
-                    [&](OpBuilder &b, size_t k) -> Value {
-                  if (k + 1 == ins.size())
-                    return read(b, k);
-                  Value here =
+                // Operands [lo, hi): a binary search on the offsets, so
+                // the nesting (and an element's compares) grow as log2 of
+                // the number of operands, and the IR linearly.
+                std::function<Value(OpBuilder &, size_t, size_t)> pick =
+                    [&](OpBuilder &b, size_t lo, size_t hi) -> Value {
+                  if (hi - lo == 1)
+                    return read(b, lo);
+                  size_t mid = lo + (hi - lo) / 2;
+                  Value below =
                       arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt,
-                                            idx[axis], offsets[k + 1]);
+                                            idx[axis], offsets[mid]);
                   auto ifOp = scf::IfOp::create(
-                      b, l, here,
+                      b, l, below,
                       [&](OpBuilder &b, Location l) {
-                        scf::YieldOp::create(b, l, read(b, k));
+                        scf::YieldOp::create(b, l, pick(b, lo, mid));
                       },
                       [&](OpBuilder &b, Location l) {
-                        scf::YieldOp::create(b, l, pick(b, k + 1));
+                        scf::YieldOp::create(b, l, pick(b, mid, hi));
                       });
                   return ifOp.getResult(0);
                 };
-                Value e = pick(b, 0);
+                Value e = pick(b, 0, ins.size());
                 if (carried != elem)
                   e = arith::BitcastOp::create(b, l, elem, e);
                 linalg::YieldOp::create(b, l, e);

@@ -842,6 +842,41 @@ def _(rng):
     return Case(kir, "f", [Run(xs, [want.astype(np.float32)])])
 
 
+@case("concat_many_operands")
+def _(rng):
+    # 37 operands of different run-time lengths along axis 1 (the element's
+    # operand is found by a binary search over the offsets), some empty.
+    n = 37
+    params = ", ".join(f"%x{i}: f32[2, ?]" for i in range(n))
+    kir = (f"func @f({params}) -> f32[2, ?] {{\n  %y = concat " +
+           ", ".join(f"%x{i}" for i in range(n)) +
+           " {axis = 1}\n  return %y\n}\n")
+    runs = []
+    for _ in range(2):
+        xs = [uniform(rng, (2, int(rng.integers(0, 4))), -1, 1)
+              for _ in range(n)]
+        runs.append(Run(xs, [np.concatenate(xs, axis=1)]))
+    return Case(kir, "f", runs)
+
+
+@case("slice_int64_bounds")
+def _(rng):
+    # "To the end" and "from the end" as docs/language.md writes them, with
+    # INT64_MAX / INT64_MIN bounds (and INT64_MAX - 1), on a dynamic dim.
+    big, small = 2**63 - 1, -2**63
+    kir = ("func @f(%x: i32[?]) -> (i32[?], i32[?], i32[?]) {\n"
+           f"  %a = slice %x {{start = [2], stop = [{big}], step = [1]}}\n"
+           f"  %b = slice %x {{start = [{big - 1}], stop = [{small}], "
+           "step = [-1]}\n"
+           f"  %c = slice %x {{start = [0], stop = [{big}], step = [3]}}\n"
+           "  return %a, %b, %c\n}\n")
+    runs = []
+    for n in (0, 1, 2, 3, 7, 10):
+        x = np.arange(n, dtype=np.int32) * 3 - 4
+        runs.append(Run([x], [x[2:], x[::-1], x[0::3]]))
+    return Case(kir, "f", runs)
+
+
 @case("reshape_symbolic_dims")
 def _(rng):
     # Several symbolic dims in one reshape group (MLIR 22's
