@@ -186,22 +186,42 @@ struct StagedOutput {
   std::string bytes;
 };
 
-/// Stages `bytes` for `path`. A symbolic link is followed, so the file it
+/// Where writing an output path puts the bytes.
+struct OutputTarget {
+  std::string path; // the path, or the file a symbolic link points to
+  sys::fs::file_type type = sys::fs::file_type::file_not_found;
+  /// An existing file that is neither regular nor a directory (`/dev/null`,
+  /// a FIFO): written into, never replaced.
+  bool special() const {
+    return type != sys::fs::file_type::regular_file &&
+           type != sys::fs::file_type::file_not_found &&
+           type != sys::fs::file_type::directory_file;
+  }
+};
+
+/// Resolves `path` for writing: a symbolic link is followed, so the file it
 /// points to is replaced and the link kept.
-Expected<StagedOutput> stageOutput(StringRef path, StringRef bytes) {
-  StagedOutput staged;
-  staged.target = path.str();
+OutputTarget resolveOutput(StringRef path) {
+  OutputTarget target{path.str()};
   SmallString<256> real;
   if (sys::fs::is_symlink_file(path) && !sys::fs::real_path(path, real))
-    staged.target = std::string(real);
+    target.path = std::string(real);
   sys::fs::file_status status;
-  if (!sys::fs::status(staged.target, status) &&
-      status.type() != sys::fs::file_type::regular_file &&
-      status.type() != sys::fs::file_type::file_not_found) {
-    if (status.type() == sys::fs::file_type::directory_file)
-      return createStringError(
-          std::make_error_code(std::errc::is_a_directory),
-          "cannot write '%s': Is a directory", path.str().c_str());
+  if (!sys::fs::status(target.path, status))
+    target.type = status.type();
+  return target;
+}
+
+/// Stages `bytes` for `path` (resolveOutput).
+Expected<StagedOutput> stageOutput(StringRef path, StringRef bytes) {
+  StagedOutput staged;
+  OutputTarget target = resolveOutput(path);
+  staged.target = target.path;
+  if (target.type == sys::fs::file_type::directory_file)
+    return createStringError(std::make_error_code(std::errc::is_a_directory),
+                             "cannot write '%s': Is a directory",
+                             path.str().c_str());
+  if (target.special()) {
     staged.bytes = bytes.str();
     return staged;
   }
@@ -767,16 +787,11 @@ int linkExecutable(const DriverOptions &opts, const char *argv0,
     return ExitFailure;
   }
   // The executable is linked beside the output and renamed over it; into a
-  // temporary file, then copied, when the output exists and is not a
-  // regular file (`-o /dev/null`); a symbolic link is followed.
-  std::string target = output;
-  SmallString<256> real;
-  if (sys::fs::is_symlink_file(output) && !sys::fs::real_path(output, real))
-    target = std::string(real);
-  sys::fs::file_status status;
-  bool special = !sys::fs::status(target, status) &&
-                 status.type() != sys::fs::file_type::regular_file &&
-                 status.type() != sys::fs::file_type::file_not_found;
+  // temporary file, then copied, when the output is special (`-o
+  // /dev/null`); a symbolic link is followed (resolveOutput).
+  OutputTarget resolved = resolveOutput(output);
+  const std::string &target = resolved.path;
+  bool special = resolved.special();
   SmallString<256> tmpOut;
   if (special) {
     Expected<std::string> linked = temps.create("kinac-link", "out");

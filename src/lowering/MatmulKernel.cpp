@@ -89,6 +89,12 @@ Value indexConst(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
 
+/// x - x % step: the largest multiple of `step` not above x (x >= 0).
+Value roundDown(OpBuilder &b, Location loc, Value x, int64_t step) {
+  Value rem = arith::RemUIOp::create(b, loc, x, indexConst(b, loc, step));
+  return arith::SubIOp::create(b, loc, x, rem);
+}
+
 /// Emits, for rows [rowLo, rowHi) in steps of `mr` and the panel of
 /// columns at j0 (nv vectors, under `mask` if set), the micro-kernel
 /// C[rows, panel] += A[rows, kLo:kHi] * panel, summed over k in increasing
@@ -176,11 +182,7 @@ void emitPanels(OpBuilder &b, Location loc, const Matmul &mm,
   int64_t nv = cols.nv;
   Value i4 = arith::AddIOp::create(
       b, loc, iLo,
-      arith::SubIOp::create(
-          b, loc, arith::SubIOp::create(b, loc, iHi, iLo),
-          arith::RemUIOp::create(b, loc,
-                                 arith::SubIOp::create(b, loc, iHi, iLo),
-                                 indexConst(b, loc, kRows))));
+      roundDown(b, loc, arith::SubIOp::create(b, loc, iHi, iLo), kRows));
   scf::ForOp::create(
       b, loc, cols.colLo, cols.colHi, indexConst(b, loc, nv * vl),
       ValueRange{},
@@ -255,14 +257,10 @@ void rewriteMatmul(linalg::MatmulOp op) {
             memref::DimOp::create(b, loc, a, 1),
             VectorType::get({vl}, elem),
             memref::AllocaOp::create(b, loc, packedTy, b.getI64IntegerAttr(64))};
-  auto roundDown = [&](Value x, int64_t step) -> Value {
-    Value rem = arith::RemUIOp::create(b, loc, x, indexConst(b, loc, step));
-    return arith::SubIOp::create(b, loc, x, rem);
-  };
   // Column groups: [0, n2) in panels of 2 vectors, [n2, n1) of 1 vector,
   // [n1, n) the masked rest (one panel when not empty).
-  Value n2 = roundDown(mm.n, 2 * vl);
-  Value n1 = roundDown(mm.n, vl);
+  Value n2 = roundDown(b, loc, mm.n, 2 * vl);
+  Value n1 = roundDown(b, loc, mm.n, vl);
   Value zero = indexConst(b, loc, 0);
   Columns groups[] = {{zero, n2, 2, false}, {n2, n1, 1, false},
                       {n1, mm.n, 1, true}};

@@ -389,51 +389,49 @@ def output_is_input_cases(kinac, workdir, good, main_c):
     return results
 
 
-def special_output_cases(kinac, workdir, good):
-    """Outputs that are not regular files: a FIFO is written into and stays a
-    FIFO (as `-o /dev/null` must leave /dev/null alone); a symbolic link is
-    followed, its target replaced and the link kept; a directory is an
-    error."""
-    results = []
-    d = fresh_dir(workdir, "fifo-output")
+def fifo_output(kinac, workdir, name, args, files, expected, timeout,
+                at_start=False):
+    """kinac `args` -o a FIFO (with `files` written first): exit 0, the FIFO
+    still a FIFO, its reader got bytes holding `expected` (starting with it,
+    if `at_start`), nothing else left in the directory."""
+    d = fresh_dir(workdir, name)
+    for f, text in files.items():
+        write(os.path.join(d, f), text)
     fifo = os.path.join(d, "out.fifo")
     os.mkfifo(fifo)
     got = []
     reader = threading.Thread(
         target=lambda: got.append(open(fifo, "rb").read()))
     reader.start()
-    rc, err = run(kinac, [good, "--emit=mlir", "-o", fifo], d)
-    reader.join(timeout=60)
-    problems = []
-    if rc != 0:
-        problems.append(f"exit code {rc}:\n{err}")
-    if not stat.S_ISFIFO(os.lstat(fifo).st_mode):
-        problems.append("the FIFO was replaced by another kind of file")
-    if not got or b"func.func @forward" not in got[0]:
-        problems.append("the reader did not get the MLIR text")
-    if sorted(os.listdir(d)) != ["out.fifo"]:
-        problems.append(f"files left behind: {sorted(os.listdir(d))}")
-    results.append(("fifo-output", problems))
-
-    # Link mode into a FIFO: the executable's bytes go into it.
-    d = fresh_dir(workdir, "fifo-link-output")
-    main_c = write(os.path.join(d, "main.c"), "int main(void) { return 0; }\n")
-    fifo = os.path.join(d, "app.fifo")
-    os.mkfifo(fifo)
-    got = []
-    reader = threading.Thread(
-        target=lambda: got.append(open(fifo, "rb").read()))
-    reader.start()
-    rc, err = run(kinac, [good, main_c, "-o", fifo], d)
-    reader.join(timeout=120)
+    rc, err = run(kinac, args + ["-o", fifo], d)
+    reader.join(timeout=timeout)
     problems = [] if rc == 0 else [f"exit code {rc}:\n{err}"]
     if not stat.S_ISFIFO(os.lstat(fifo).st_mode):
         problems.append("the FIFO was replaced by another kind of file")
-    if not got or not got[0].startswith(b"\x7fELF"):
-        problems.append("the reader did not get an executable")
-    if sorted(os.listdir(d)) != ["app.fifo", "main.c"]:
-        problems.append(f"files left behind: {sorted(os.listdir(d))}")
-    results.append(("fifo-link-output", problems))
+    if not got or not (got[0].startswith(expected) if at_start
+                       else expected in got[0]):
+        problems.append(f"the reader did not get {expected!r}")
+    left = sorted(set(os.listdir(d)) - set(files) - {"out.fifo"})
+    if left:
+        problems.append(f"files left behind: {left}")
+    return problems
+
+
+def special_output_cases(kinac, workdir, good):
+    """Outputs that are not regular files: a FIFO is written into and stays a
+    FIFO (as `-o /dev/null` must leave /dev/null alone); a symbolic link is
+    followed, its target replaced and the link kept; a directory is an
+    error."""
+    results = [
+        ("fifo-output", fifo_output(kinac, workdir, "fifo-output",
+                                    [good, "--emit=mlir"], {},
+                                    b"func.func @forward", 60)),
+        # Link mode into a FIFO: the executable's bytes go into it.
+        ("fifo-link-output", fifo_output(
+            kinac, workdir, "fifo-link-output", [good, "main.c"],
+            {"main.c": "int main(void) { return 0; }\n"}, b"\x7fELF", 120,
+            at_start=True)),
+    ]
 
     d = fresh_dir(workdir, "symlink-output")
     target = write(os.path.join(d, "real.o"), SENTINEL)
