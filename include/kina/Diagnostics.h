@@ -53,6 +53,10 @@ DiagnosticFormat getDiagnosticFormat();
 /// null file, line and col.
 void reportDriverError(const llvm::Twine &message);
 
+/// The same for a warning: `kinac: warning: MESSAGE`, or a JSON object with
+/// severity "warning".
+void reportDriverWarning(const llvm::Twine &message);
+
 /// Prints the diagnostics of one compilation (the file registered in
 /// `sourceMgr`) for as long as it lives, in `format`, to `os`. In verify
 /// mode it collects them instead and compares them with the annotations of

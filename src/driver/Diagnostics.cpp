@@ -114,6 +114,17 @@ void reportDriverError(const Twine &message) {
   errs() << "kinac: error: " << message << "\n";
 }
 
+void reportDriverWarning(const Twine &message) {
+  if (currentFormat == DiagnosticFormat::Json) {
+    nlohmann::ordered_json j =
+        jsonObject(std::nullopt, "warning", message.str());
+    j["notes"] = nlohmann::ordered_json::array();
+    printJsonLine(errs(), j);
+    return;
+  }
+  errs() << "kinac: warning: " << message << "\n";
+}
+
 //===----------------------------------------------------------------------===//
 // The three modes
 //===----------------------------------------------------------------------===//

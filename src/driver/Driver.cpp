@@ -58,6 +58,9 @@
 #ifndef KINA_DEFAULT_RUNTIME_LIB
 #define KINA_DEFAULT_RUNTIME_LIB ""
 #endif
+#ifndef KINA_DEFAULT_INCLUDE_DIR
+#define KINA_DEFAULT_INCLUDE_DIR ""
+#endif
 
 using namespace llvm;
 
@@ -69,6 +72,8 @@ struct DriverOptions {
   std::string output;
   std::string emit = "obj";
   unsigned optLevel = 2;
+  /// Whether -O was given (it then also overrides an -O in $CFLAGS).
+  bool optExplicit = false;
   std::string target = "cpu";
   /// --mcpu: the processor llc generates code for (llc's -mcpu); empty for
   /// llc's default, the generic processor of the host's architecture.
@@ -93,6 +98,16 @@ struct DriverOptions {
   std::string depFile;
   std::vector<std::string> depTargets;
   bool depPhony = false;
+  /// The C compiler driver's flags given to kinac for a one-step link
+  /// (extractCompilerFlags), in command-line order: compile flags (-I -D -U
+  /// -std= -f... -m... -g... -W... -Xcompiler ARG), link flags (-L -Wl,
+  /// -Xlinker ARG) and libraries (-l), which go after every object.
+  std::vector<std::string> cCompileFlags, cLinkFlags, cLibraries;
+  /// Every C-driver flag as written, for the "unused" warning when kinac
+  /// links nothing.
+  std::vector<std::string> cFlagsAsWritten;
+  /// --debug-force-internal-error=KIND:PASS (hidden, for tests).
+  std::string forceInternalError;
 };
 
 /// Prints a driver-level error the way clang does.
@@ -138,13 +153,18 @@ public:
         errs() << "kinac: kept temporary file " << p << "\n";
       return;
     }
+    // Files before the directories holding them (reverse order).
     for (auto it = paths.rbegin(); it != paths.rend(); ++it) {
       sys::fs::remove(*it);
       sys::DontRemoveFileOnSignal(*it);
+      dontRemoveDirectoryOnSignal(*it);
     }
   }
+  /// Creates and registers with no interrupt in between (InterruptBlocker):
+  /// an interrupt finds every temporary file registered.
   Expected<std::string> create(StringRef prefix, StringRef suffix) {
     SmallString<128> path;
+    InterruptBlocker blocked;
     if (std::error_code ec = sys::fs::createTemporaryFile(prefix, suffix, path))
       return createStringError(ec, "cannot create a temporary file: %s",
                                ec.message().c_str());
@@ -153,10 +173,19 @@ public:
   }
   Expected<std::string> createDirectory(StringRef prefix) {
     SmallString<128> path;
+    InterruptBlocker blocked;
     if (std::error_code ec = sys::fs::createUniqueDirectory(prefix, path))
       return createStringError(ec, "cannot create a temporary directory: %s",
                                ec.message().c_str());
     paths.push_back(std::string(path));
+    if (!keep && !removeDirectoryOnSignal(path)) {
+      sys::fs::remove(path);
+      paths.pop_back();
+      return createStringError(inconvertibleErrorCode(),
+                               "cannot register the temporary directory '%s' "
+                               "for removal",
+                               path.c_str());
+    }
     return std::string(path);
   }
   /// Registers a file created by someone else inside a temporary directory.
@@ -229,9 +258,15 @@ Expected<StagedOutput> stageOutput(StringRef path, StringRef bytes) {
   model += ".tmp-%%%%%%%%";
   SmallString<256> tmp;
   int fd;
-  if (std::error_code ec = sys::fs::createUniqueFile(model, fd, tmp))
-    return createStringError(ec, "cannot write '%s': %s", path.str().c_str(),
-                             ec.message().c_str());
+  {
+    // Registered for removal before a byte is written, with no interrupt
+    // between its creation and the registration.
+    InterruptBlocker blocked;
+    if (std::error_code ec = sys::fs::createUniqueFile(model, fd, tmp))
+      return createStringError(ec, "cannot write '%s': %s",
+                               path.str().c_str(), ec.message().c_str());
+    sys::RemoveFileOnSignal(tmp);
+  }
   raw_fd_ostream os(fd, /*shouldClose=*/true);
   os << bytes;
   os.close();
@@ -239,11 +274,11 @@ Expected<StagedOutput> stageOutput(StringRef path, StringRef bytes) {
     std::error_code ec = os.error();
     os.clear_error();
     sys::fs::remove(tmp);
+    sys::DontRemoveFileOnSignal(tmp);
     return createStringError(ec, "cannot write '%s': %s", path.str().c_str(),
                              ec.message().c_str());
   }
   staged.tmp = std::string(tmp);
-  sys::RemoveFileOnSignal(staged.tmp);
   return staged;
 }
 
@@ -388,6 +423,11 @@ private:
   TempFiles &temps;
   const ToolRunner &tools;
 
+  /// Parses `input` and compiles it in an MLIR context of its own: returns
+  /// the output of `stage` up to `mlir-llvm`, header and manifest, and the
+  /// LLVM-dialect text for the stages the tools make (llvm, asm, obj).
+  std::optional<std::string> generate(const std::string &input,
+                                      EmitStage stage);
   std::optional<std::string> runTools(const std::string &llvmDialectText,
                                       EmitStage stage);
   std::optional<std::string> buildShared(const std::string &input);
@@ -397,6 +437,18 @@ std::optional<std::string> Compilation::run(const std::string &input,
                                             EmitStage stage) {
   if (stage == EmitStage::Shared)
     return buildShared(input);
+  // The MLIR context (and its thread pool) ends inside generate(): the
+  // tools run with kinac single-threaded, so an interrupt is delivered to
+  // the thread that blocks it around a spawn (InterruptBlocker).
+  std::optional<std::string> text = generate(input, stage);
+  if (!text || (stage != EmitStage::LLVM && stage != EmitStage::Asm &&
+                stage != EmitStage::Obj))
+    return text;
+  return runTools(*text, stage);
+}
+
+std::optional<std::string> Compilation::generate(const std::string &input,
+                                                 EmitStage stage) {
   Expected<std::string> source = readFile(input);
   if (!source) {
     driverError("cannot open '" + input + "': " + toString(source.takeError()));
@@ -474,9 +526,7 @@ std::optional<std::string> Compilation::run(const std::string &input,
     return std::nullopt;
   std::string llvmDialect = timer.time(
       "print-mlir", [&] { return print(*mlirModule, opts.printDebugInfo); });
-  if (stage == EmitStage::MlirLLVM)
-    return llvmDialect;
-  return runTools(llvmDialect, stage);
+  return llvmDialect;
 }
 
 std::optional<std::string>
@@ -602,6 +652,145 @@ Error extractDependencyFlags(std::vector<char *> &args, DriverOptions &opts) {
                              "-MF, -MT and -MP need -MD");
   args = std::move(kept);
   return Error::success();
+}
+
+/// Takes the C compiler driver's flags out of `args` for a one-step link,
+/// as nvcc and clang accept them: -I -D -U -L -l (the value attached or in
+/// the next argument), -Wl,... -Wa,... -Wp,... and other -W... warnings,
+/// -std=..., -f..., -m... (kinac's own is --mcpu, with two dashes), -g...,
+/// -pthread, and -Xcompiler ARG / -Xlinker ARG for anything else. -O stays
+/// for the option parser: it sets kinac's level and the C compile's.
+/// kinac's options that take a separate value keep it (`-o -lfoo.o` is an
+/// output name). Scanning stops at `--`.
+Error extractCompilerFlags(std::vector<char *> &args, DriverOptions &opts) {
+  static const StringRef separateValue[] = {
+      "-o",        "--emit",           "--target",
+      "--mcpu",    "--symbol-prefix",  "--mlir-translate",
+      "--llc",     "--runtime-lib",    "--diagnostics-format",
+      "--abi-version-for-testing", "--debug-force-internal-error"};
+  std::vector<char *> kept;
+  for (size_t i = 0; i < args.size(); ++i) {
+    StringRef a(args[i]);
+    if (i == 0) {
+      kept.push_back(args[i]);
+      continue;
+    }
+    if (a == "--") {
+      kept.insert(kept.end(), args.begin() + i, args.end());
+      break;
+    }
+    if (llvm::is_contained(separateValue, a)) {
+      kept.push_back(args[i]);
+      if (i + 1 < args.size())
+        kept.push_back(args[++i]);
+      continue;
+    }
+    // The flags with a value: attached (-Idir) or the next argument (-I dir).
+    auto withValue = [&](StringRef flag,
+                         std::vector<std::string> &into) -> Expected<bool> {
+      if (!a.starts_with(flag))
+        return false;
+      std::string value = a.drop_front(flag.size()).str();
+      opts.cFlagsAsWritten.push_back(a.str());
+      if (value.empty()) {
+        if (i + 1 == args.size())
+          return createStringError(inconvertibleErrorCode(),
+                                   "argument to '%s' is missing (expected 1 "
+                                   "value)",
+                                   flag.str().c_str());
+        value = args[++i];
+        opts.cFlagsAsWritten.back() += " " + value;
+      }
+      into.push_back(flag.str() + value);
+      return true;
+    };
+    bool taken = false;
+    for (auto [flag, list] :
+         {std::pair<StringRef, std::vector<std::string> *>{"-I",
+                                                           &opts.cCompileFlags},
+          {"-D", &opts.cCompileFlags},
+          {"-U", &opts.cCompileFlags},
+          {"-L", &opts.cLinkFlags},
+          {"-l", &opts.cLibraries}}) {
+      Expected<bool> took = withValue(flag, *list);
+      if (!took)
+        return took.takeError();
+      if ((taken = *took))
+        break;
+    }
+    if (taken)
+      continue;
+    if (a == "-Xcompiler" || a == "-Xlinker") {
+      if (i + 1 == args.size())
+        return createStringError(inconvertibleErrorCode(),
+                                 "argument to '%s' is missing (expected 1 "
+                                 "value)",
+                                 a.str().c_str());
+      std::string value = args[++i];
+      opts.cFlagsAsWritten.push_back(a.str() + " " + value);
+      if (a == "-Xcompiler") {
+        opts.cCompileFlags.push_back(value);
+      } else {
+        opts.cLinkFlags.push_back("-Xlinker");
+        opts.cLinkFlags.push_back(value);
+      }
+      continue;
+    }
+    bool link = a.starts_with("-Wl,");
+    bool compile = !link && ((a.starts_with("-W") && a.size() > 2) ||
+                             a.starts_with("-std=") ||
+                             (a.starts_with("-f") && a.size() > 2) ||
+                             (a.starts_with("-m") && a.size() > 2) ||
+                             a.starts_with("-g") || a == "-pthread");
+    if (link || compile) {
+      opts.cFlagsAsWritten.push_back(a.str());
+      (link ? opts.cLinkFlags : opts.cCompileFlags).push_back(a.str());
+      continue;
+    }
+    kept.push_back(args[i]);
+  }
+  args = std::move(kept);
+  return Error::success();
+}
+
+/// The words of an environment variable holding flags (CFLAGS, LDFLAGS,
+/// ...), split at white space as make's recipes split them (no quoting).
+std::vector<std::string> flagsFromEnvironment(const char *name) {
+  std::vector<std::string> words;
+  std::optional<std::string> value = sys::Process::GetEnv(name);
+  if (!value)
+    return words;
+  SmallVector<StringRef> parts;
+  SplitString(*value, parts, " \t\n\r\f\v");
+  for (StringRef w : parts)
+    words.push_back(w.str());
+  return words;
+}
+
+/// The folder holding kina/runtime.h and kina/abi.h for C sources linked in
+/// one step: `../include` beside kinac (an install tree), else the source
+/// tree's include folder (a build tree); plus the build's generated headers
+/// (kina/RuntimeConfig.h) when those are not beside the others.
+std::vector<std::string> runtimeIncludeDirs(const char *argv0) {
+  SmallString<256> p(executableDir(argv0));
+  sys::path::append(p, "..", "include");
+  SmallString<256> probe(p);
+  sys::path::append(probe, "kina", "runtime.h");
+  if (sys::fs::exists(probe)) {
+    SmallString<256> real;
+    if (!sys::fs::real_path(p, real))
+      return {std::string(real)};
+    return {std::string(p)};
+  }
+  std::vector<std::string> dirs = {KINA_DEFAULT_INCLUDE_DIR};
+  SmallString<256> config(p);
+  sys::path::append(config, "kina", "RuntimeConfig.h");
+  if (sys::fs::exists(config)) {
+    SmallString<256> real;
+    dirs.push_back(!sys::fs::real_path(p, real) ? std::string(real)
+                                                 : std::string(p));
+  }
+  return dirs;
 }
 
 /// A path as a Make rule writes it: spaces and '#' escaped with a
@@ -803,6 +992,7 @@ int linkExecutable(const DriverOptions &opts, const char *argv0,
   } else {
     SmallString<256> model(target);
     model += ".tmp-%%%%%%%%";
+    InterruptBlocker blocked;
     if (std::error_code ec = sys::fs::createUniqueFile(model, tmpOut)) {
       driverError("cannot write '" + output + "': " + ec.message());
       return ExitFailure;
@@ -815,12 +1005,34 @@ int linkExecutable(const DriverOptions &opts, const char *argv0,
       sys::DontRemoveFileOnSignal(tmpOut);
     }
   };
+  // As make's rules and nvcc: $CPPFLAGS $CFLAGS, kinac's -O level (before
+  // $CFLAGS unless given explicitly), the flags of the command line, the
+  // generated headers and kina/runtime.h on the include path, $LDFLAGS and
+  // the link flags, the inputs and objects, then the libraries (-l,
+  // $LDLIBS) and the runtime.
   std::vector<std::string> args = cc->args;
+  std::string optFlag = "-O" + std::to_string(opts.optLevel);
+  if (!opts.optExplicit)
+    args.push_back(optFlag);
+  for (const char *var : {"CPPFLAGS", "CFLAGS"})
+    for (std::string &f : flagsFromEnvironment(var))
+      args.push_back(std::move(f));
+  if (opts.optExplicit)
+    args.push_back(optFlag);
   args.push_back("-I" + *includeDir);
+  args.insert(args.end(), opts.cCompileFlags.begin(), opts.cCompileFlags.end());
+  for (const std::string &dir : runtimeIncludeDirs(argv0))
+    args.push_back("-I" + dir);
+  for (std::string &f : flagsFromEnvironment("LDFLAGS"))
+    args.push_back(std::move(f));
+  args.insert(args.end(), opts.cLinkFlags.begin(), opts.cLinkFlags.end());
   for (const std::string &o : others)
     args.push_back(o);
   for (const std::string &o : objects)
     args.push_back(o);
+  args.insert(args.end(), opts.cLibraries.begin(), opts.cLibraries.end());
+  for (std::string &f : flagsFromEnvironment("LDLIBS"))
+    args.push_back(std::move(f));
   for (const std::string &f : runtimeLinkFlags(findRuntimeLib(opts, argv0)))
     args.push_back(f);
   args.push_back("-o");
@@ -988,6 +1200,10 @@ int runDriver(int argc, char **argv) {
     driverError(toString(std::move(err)));
     return ExitFailure;
   }
+  if (Error err = extractCompilerFlags(cliArgs, opts)) {
+    driverError(toString(std::move(err)));
+    return ExitFailure;
+  }
   // `-shared`, as C compilers spell it, is --emit=shared,
   // and a bare `-O` is -O1, as for gcc and clang.
   static char emitShared[] = "--emit=shared";
@@ -1013,6 +1229,7 @@ int runDriver(int argc, char **argv) {
     return ExitFailure;
   }
   setDiagnosticFormat(*parseDiagnosticFormat(opts.diagnosticsFormat));
+  opts.optExplicit = app.count("-O") > 0;
   if (Error err = resolveProcessor(opts.mcpu)) {
     driverError(toString(std::move(err)));
     return ExitFailure;
@@ -1055,6 +1272,12 @@ int runDriver(int argc, char **argv) {
     driverError("no .kir input file");
     return ExitFailure;
   }
+  // The C compiler's flags need a C compile or link, as clang says.
+  if (!link)
+    for (const std::string &f : opts.cFlagsAsWritten)
+      reportDriverWarning("argument unused during compilation: '" + f +
+                          "' (C compiler flags apply when kinac links an "
+                          "executable)");
 
   int rc;
   if (opts.writeDeps && (link || kirInputs.size() > 1)) {
