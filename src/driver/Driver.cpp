@@ -17,6 +17,7 @@
 #include "kina/Diagnostics.h"
 #include "kina/Frontend.h"
 #include "kina/HeaderEmitter.h"
+#include "kina/InternalError.h"
 #include "kina/MLIRGen.h"
 #include "kina/Manifest.h"
 #include "kina/Pipeline.h"
@@ -108,6 +109,7 @@ struct DriverOptions {
   std::vector<std::string> cFlagsAsWritten;
   /// --debug-force-internal-error=KIND:PASS (hidden, for tests).
   std::string forceInternalError;
+  ForcedInternalError forced;
 };
 
 /// Prints a driver-level error the way clang does.
@@ -496,8 +498,15 @@ std::optional<std::string> Compilation::generate(const std::string &input,
 
   MLIRGenOptions genOptions;
   genOptions.symbolPrefix = opts.symbolPrefix;
+  // MLIRGen's own consistency failures are internal errors; its other
+  // errors are the user's (MLIRGenWatch).
+  std::optional<MLIRGenWatch> genWatch;
+  genWatch.emplace(ctx);
   mlir::OwningOpRef<mlir::ModuleOp> mlirModule =
       timer.time("mlirgen", [&] { return mlirGen(ctx, module, genOptions); });
+  if (genWatch->finish())
+    return std::nullopt;
+  genWatch.reset();
   if (!mlirModule)
     return std::nullopt;
 
@@ -520,10 +529,24 @@ std::optional<std::string> Compilation::generate(const std::string &input,
   pipeline.symbolPrefix = opts.symbolPrefix;
   pipeline.stamp.abiVersion = opts.abiVersion;
   pipeline.stamp.compiler = "kinac " KINA_VERSION;
-  if (mlir::failed(timer.time("pipeline", [&] {
-        return lowerToLLVMDialect(*mlirModule, module, pipeline);
-      })))
-    return std::nullopt;
+  // Every failure from here on is kinac's bug: reported as an internal
+  // error naming the pass, its diagnostics inside the report.
+  {
+    PipelineWatch watch(ctx, opts.forced);
+    pipeline.instrument = [&](mlir::PassManager &pm) { watch.instrument(pm); };
+    if (mlir::failed(timer.time("pipeline", [&] {
+          return lowerToLLVMDialect(*mlirModule, module, pipeline);
+        }))) {
+      watch.report();
+      return std::nullopt;
+    }
+    if (opts.forced.kind != ForcedInternalError::None &&
+        !watch.forcedPassRan()) {
+      driverError("--debug-force-internal-error: no pass '" +
+                  opts.forced.pass + "' ran in the pipeline");
+      return std::nullopt;
+    }
+  }
   std::string llvmDialect = timer.time(
       "print-mlir", [&] { return print(*mlirModule, opts.printDebugInfo); });
   return llvmDialect;
@@ -1127,6 +1150,7 @@ std::optional<std::string> Compilation::buildShared(const std::string &input) {
 
 int runDriver(int argc, char **argv) {
   installInterruptHandler();
+  installCrashReporting(argv[0]);
   DriverOptions opts;
   CLI::App app{
       "kinac: ahead-of-time compiler for Kina IR (version " KINA_VERSION ")",
@@ -1189,6 +1213,9 @@ int runDriver(int argc, char **argv) {
   app.add_option("--abi-version-for-testing", opts.abiVersion,
                  "Record this ABI version in objects (tests only)")
       ->group("");
+  app.add_option("--debug-force-internal-error", opts.forceInternalError,
+                 "invalid-ir:PASS or crash:PASS (developers' tests only)")
+      ->group("");
   app.footer("Make dependency files, as a C compiler writes them: -MD (or "
              "-MMD) writes\n  'OUTPUT: INPUT KINAC' to OUTPUT with .d "
              "for its extension; -MF FILE names\n  that file, -MT TARGET "
@@ -1230,6 +1257,15 @@ int runDriver(int argc, char **argv) {
   }
   setDiagnosticFormat(*parseDiagnosticFormat(opts.diagnosticsFormat));
   opts.optExplicit = app.count("-O") > 0;
+  if (!opts.forceInternalError.empty()) {
+    Expected<ForcedInternalError> forced =
+        parseForcedInternalError(opts.forceInternalError);
+    if (!forced) {
+      driverError(toString(forced.takeError()));
+      return ExitFailure;
+    }
+    opts.forced = *forced;
+  }
   if (Error err = resolveProcessor(opts.mcpu)) {
     driverError(toString(std::move(err)));
     return ExitFailure;
@@ -1339,6 +1375,8 @@ int runDriver(int argc, char **argv) {
     }
   }
   timer.print();
+  if (rc != ExitSuccess && internalErrorReported())
+    rc = kExitInternalError;
   return rc;
 }
 

@@ -298,8 +298,8 @@ Error ToolRunner::run(StringRef program,
     bool reaped;
     {
       InterruptBlocker blocked;
-      reaped = runningTool.exchange(0) == pid &&
-               ::waitpid(pid, &status, 0) == pid;
+      reaped =
+          runningTool.exchange(0) == pid && ::waitpid(pid, &status, 0) == pid;
     }
     if (!reaped) {
       execError = "lost track of the process";
