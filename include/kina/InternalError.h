@@ -78,6 +78,10 @@ public:
   /// the report request.
   void report();
 
+  /// After a successful run: emits the held diagnostics (warnings, remarks)
+  /// to the handlers below, in order.
+  void replay();
+
   /// Whether the forced error's pass ran (false: no such pass).
   bool forcedPassRan() const;
 

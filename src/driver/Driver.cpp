@@ -540,6 +540,7 @@ std::optional<std::string> Compilation::generate(const std::string &input,
       watch.report();
       return std::nullopt;
     }
+    watch.replay();
     if (opts.forced.kind != ForcedInternalError::None &&
         !watch.forcedPassRan()) {
       driverError("--debug-force-internal-error: no pass '" +
@@ -1220,7 +1221,12 @@ int runDriver(int argc, char **argv) {
              "-MMD) writes\n  'OUTPUT: INPUT KINAC' to OUTPUT with .d "
              "for its extension; -MF FILE names\n  that file, -MT TARGET "
              "the rule's target (repeatable), -MP adds an empty\n  rule "
-             "for kinac.");
+             "for kinac.\n\nC compiler flags for a one-step link (kinac "
+             "m.kir main.c -o app), passed to\n  $CC: -I -D -U -L -l -Wl,... "
+             "-W... -std=... -f... -m... -g... -pthread,\n  -Xcompiler ARG, "
+             "-Xlinker ARG; $CPPFLAGS $CFLAGS $LDFLAGS $LDLIBS are used too,\n"
+             "  and -O sets the level of both kinac and the C compile.\n\n"
+             "Exit status: 0 success, 1 error, 70 internal compiler error.");
   app.set_version_flag("--version", "kinac version " KINA_VERSION);
   std::vector<char *> cliArgs(argv, argv + argc);
   if (Error err = extractDependencyFlags(cliArgs, opts)) {

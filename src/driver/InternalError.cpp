@@ -153,6 +153,9 @@ struct PipelineWatch::State {
   bool forcedRan = false;
   /// Diagnostics go to `held` unless `silent` (the watch's own verify).
   bool silent = false;
+  /// Diagnostics go on to the handlers below (replay()).
+  bool passThrough = false;
+  mlir::MLIRContext *ctx = nullptr;
   std::vector<mlir::Diagnostic> held;
   std::string failedPass;
   bool failedVerification = false;
@@ -229,11 +232,22 @@ private:
 PipelineWatch::PipelineWatch(mlir::MLIRContext &ctx, ForcedInternalError forced)
     : state(std::make_shared<State>()),
       handler(&ctx, [s = state](mlir::Diagnostic &d) {
+        if (s->passThrough)
+          return mlir::failure();
         if (!s->silent)
           s->held.push_back(std::move(d));
         return mlir::success();
       }) {
   state->forced = std::move(forced);
+  state->ctx = &ctx;
+}
+
+void PipelineWatch::replay() {
+  state->passThrough = true;
+  for (mlir::Diagnostic &d : state->held)
+    state->ctx->getDiagEngine().emit(std::move(d));
+  state->held.clear();
+  state->passThrough = false;
 }
 
 PipelineWatch::~PipelineWatch() { setCurrentPass(""); }
