@@ -25,6 +25,7 @@ if [ "${1:-}" = "--sanitize" ]; then
   export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 fi
 "$root/scripts/install-deps.sh"
-KINA_BUILD_DIR="$build" "$root/scripts/build.sh" "${configure[@]}"
+# Everything: the tests need the sanitizer and fuzz builds too.
+KINA_BUILD_DIR="$build" KINA_BUILD_TARGETS= "$root/scripts/build.sh" "${configure[@]}"
 cd "$build"
 ctest --output-on-failure -j"$(nproc)" "$@"

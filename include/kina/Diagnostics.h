@@ -30,6 +30,8 @@
 
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace kina {
 
@@ -52,6 +54,17 @@ DiagnosticFormat getDiagnosticFormat();
 /// failing tool) to stderr: `kinac: error: MESSAGE`, or a JSON object with
 /// null file, line and col.
 void reportDriverError(const llvm::Twine &message);
+
+/// Prints an internal compiler error (InternalError.h): text `kinac:
+/// internal error: MESSAGE` then `kinac: note: NOTE` per note; JSON one
+/// object, severity "error", message "internal error: MESSAGE", the notes
+/// nested.
+void reportInternalErrorText(const std::string &message,
+                             const std::vector<std::string> &notes);
+
+/// The same for a warning: `kinac: warning: MESSAGE`, or a JSON object with
+/// severity "warning".
+void reportDriverWarning(const llvm::Twine &message);
 
 /// Prints the diagnostics of one compilation (the file registered in
 /// `sourceMgr`) for as long as it lives, in `format`, to `os`. In verify

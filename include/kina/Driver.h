@@ -30,7 +30,9 @@ enum class EmitStage {
   Shared
 };
 
-/// Exit codes of kinac (clang's convention: 0 success, 1 any error).
+/// Exit codes of kinac (clang's convention: 0 success, 1 any error of the
+/// input, the command line or a tool); 70 (kExitInternalError,
+/// InternalError.h) for an internal compiler error.
 enum ExitCode : int { ExitSuccess = 0, ExitFailure = 1 };
 
 /// Runs kinac on a command line; returns the process exit code. Errors are

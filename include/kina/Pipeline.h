@@ -16,7 +16,12 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
+#include <functional>
 #include <string>
+
+namespace mlir {
+class PassManager;
+} // namespace mlir
 
 namespace kina {
 
@@ -31,6 +36,9 @@ struct PipelineOptions {
   /// The compiler and ABI version recorded in the object and checked by its
   /// entries against the runtime's (Passes.h, VersionStamp).
   VersionStamp stamp;
+  /// Called with the pass manager before it runs (the driver adds its
+  /// instrumentation: internal-error reports, InternalError.h).
+  std::function<void(mlir::PassManager &)> instrument;
 };
 
 /// Lowers `module` (MLIRGen's output for `kinaModule`) in place to the LLVM

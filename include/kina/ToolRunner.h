@@ -14,6 +14,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <csignal>
 #include <string>
 #include <vector>
 
@@ -44,11 +45,43 @@ private:
 /// The shell-quoted form of a command line, for messages and `-v`.
 std::string quoteCommand(const std::vector<std::string> &args);
 
-/// Makes an interrupted kinac (SIGINT, SIGTERM, SIGHUP) kill and reap the
-/// tool it is running, remove every file registered with
-/// llvm::sys::RemoveFileOnSignal (temporary and staged output files), and
-/// die of SIGINT. Call once, early in main.
+/// Makes an interrupted kinac (SIGINT, SIGTERM, SIGHUP, SIGUSR2) kill the
+/// process group of the tool it is running and wait for it, remove every
+/// file registered with llvm::sys::RemoveFileOnSignal (temporary and staged
+/// output files) and every directory registered with
+/// removeDirectoryOnSignal, and die of SIGINT. A fatal signal (a crash,
+/// SIGQUIT) does the same cleanup before LLVM's crash handling goes on.
+/// Call once, early in main.
 void installInterruptHandler();
+
+/// The cleanup of an interrupt, for a fatal error that ends kinac another
+/// way (an internal error): kills the running tool's group, removes the
+/// registered files and directories. Async-signal-safe.
+void cleanUpAfterFatalError();
+
+/// Blocks the interrupt signals in the calling thread for its lifetime, so
+/// that creating a temporary file and registering it for removal, or
+/// spawning a tool and recording its process id, cannot be split by an
+/// interrupt (which is delivered when the blocker ends). kinac runs its
+/// tools with no other thread alive, so the signal cannot go elsewhere.
+class InterruptBlocker {
+public:
+  InterruptBlocker();
+  ~InterruptBlocker();
+  InterruptBlocker(const InterruptBlocker &) = delete;
+  InterruptBlocker &operator=(const InterruptBlocker &) = delete;
+  /// The signal mask from before the blocker (what a spawned tool gets).
+  const sigset_t &previousMask() const { return saved; }
+
+private:
+  sigset_t saved;
+};
+
+/// Registers an (empty by then) directory for removal when kinac is
+/// interrupted, after the files in it; false if the fixed table of eight is
+/// full or the path too long. dontRemoveDirectoryOnSignal unregisters it.
+bool removeDirectoryOnSignal(llvm::StringRef path);
+void dontRemoveDirectoryOnSignal(llvm::StringRef path);
 
 } // namespace kina
 

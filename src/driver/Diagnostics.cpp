@@ -114,6 +114,36 @@ void reportDriverError(const Twine &message) {
   errs() << "kinac: error: " << message << "\n";
 }
 
+void reportInternalErrorText(const std::string &message,
+                             const std::vector<std::string> &notes) {
+  if (currentFormat == DiagnosticFormat::Json) {
+    nlohmann::ordered_json j =
+        jsonObject(std::nullopt, "error", "internal error: " + message);
+    j["notes"] = nlohmann::ordered_json::array();
+    for (const std::string &n : notes) {
+      nlohmann::ordered_json note = jsonObject(std::nullopt, "note", n);
+      j["notes"].push_back(note);
+    }
+    printJsonLine(errs(), j);
+    return;
+  }
+  errs() << "kinac: internal error: " << message << "\n";
+  for (const std::string &n : notes)
+    errs() << "kinac: note: " << n << "\n";
+  errs().flush();
+}
+
+void reportDriverWarning(const Twine &message) {
+  if (currentFormat == DiagnosticFormat::Json) {
+    nlohmann::ordered_json j =
+        jsonObject(std::nullopt, "warning", message.str());
+    j["notes"] = nlohmann::ordered_json::array();
+    printJsonLine(errs(), j);
+    return;
+  }
+  errs() << "kinac: warning: " << message << "\n";
+}
+
 //===----------------------------------------------------------------------===//
 // The three modes
 //===----------------------------------------------------------------------===//

@@ -17,6 +17,7 @@
 #include "kina/Diagnostics.h"
 #include "kina/Frontend.h"
 #include "kina/HeaderEmitter.h"
+#include "kina/InternalError.h"
 #include "kina/MLIRGen.h"
 #include "kina/Manifest.h"
 #include "kina/Pipeline.h"
@@ -58,6 +59,9 @@
 #ifndef KINA_DEFAULT_RUNTIME_LIB
 #define KINA_DEFAULT_RUNTIME_LIB ""
 #endif
+#ifndef KINA_DEFAULT_INCLUDE_DIR
+#define KINA_DEFAULT_INCLUDE_DIR ""
+#endif
 
 using namespace llvm;
 
@@ -69,6 +73,8 @@ struct DriverOptions {
   std::string output;
   std::string emit = "obj";
   unsigned optLevel = 2;
+  /// Whether -O was given (it then also overrides an -O in $CFLAGS).
+  bool optExplicit = false;
   std::string target = "cpu";
   /// --mcpu: the processor llc generates code for (llc's -mcpu); empty for
   /// llc's default, the generic processor of the host's architecture.
@@ -93,6 +99,17 @@ struct DriverOptions {
   std::string depFile;
   std::vector<std::string> depTargets;
   bool depPhony = false;
+  /// The C compiler driver's flags given to kinac for a one-step link
+  /// (extractCompilerFlags), in command-line order: compile flags (-I -D -U
+  /// -std= -f... -m... -g... -W... -Xcompiler ARG), link flags (-L -Wl,
+  /// -Xlinker ARG) and libraries (-l), which go after every object.
+  std::vector<std::string> cCompileFlags, cLinkFlags, cLibraries;
+  /// Every C-driver flag as written, for the "unused" warning when kinac
+  /// links nothing.
+  std::vector<std::string> cFlagsAsWritten;
+  /// --debug-force-internal-error=KIND:PASS (hidden, for tests).
+  std::string forceInternalError;
+  ForcedInternalError forced;
 };
 
 /// Prints a driver-level error the way clang does.
@@ -138,13 +155,18 @@ public:
         errs() << "kinac: kept temporary file " << p << "\n";
       return;
     }
+    // Files before the directories holding them (reverse order).
     for (auto it = paths.rbegin(); it != paths.rend(); ++it) {
       sys::fs::remove(*it);
       sys::DontRemoveFileOnSignal(*it);
+      dontRemoveDirectoryOnSignal(*it);
     }
   }
+  /// Creates and registers with no interrupt in between (InterruptBlocker):
+  /// an interrupt finds every temporary file registered.
   Expected<std::string> create(StringRef prefix, StringRef suffix) {
     SmallString<128> path;
+    InterruptBlocker blocked;
     if (std::error_code ec = sys::fs::createTemporaryFile(prefix, suffix, path))
       return createStringError(ec, "cannot create a temporary file: %s",
                                ec.message().c_str());
@@ -153,10 +175,19 @@ public:
   }
   Expected<std::string> createDirectory(StringRef prefix) {
     SmallString<128> path;
+    InterruptBlocker blocked;
     if (std::error_code ec = sys::fs::createUniqueDirectory(prefix, path))
       return createStringError(ec, "cannot create a temporary directory: %s",
                                ec.message().c_str());
     paths.push_back(std::string(path));
+    if (!keep && !removeDirectoryOnSignal(path)) {
+      sys::fs::remove(path);
+      paths.pop_back();
+      return createStringError(inconvertibleErrorCode(),
+                               "cannot register the temporary directory '%s' "
+                               "for removal",
+                               path.c_str());
+    }
     return std::string(path);
   }
   /// Registers a file created by someone else inside a temporary directory.
@@ -229,9 +260,15 @@ Expected<StagedOutput> stageOutput(StringRef path, StringRef bytes) {
   model += ".tmp-%%%%%%%%";
   SmallString<256> tmp;
   int fd;
-  if (std::error_code ec = sys::fs::createUniqueFile(model, fd, tmp))
-    return createStringError(ec, "cannot write '%s': %s", path.str().c_str(),
-                             ec.message().c_str());
+  {
+    // Registered for removal before a byte is written, with no interrupt
+    // between its creation and the registration.
+    InterruptBlocker blocked;
+    if (std::error_code ec = sys::fs::createUniqueFile(model, fd, tmp))
+      return createStringError(ec, "cannot write '%s': %s",
+                               path.str().c_str(), ec.message().c_str());
+    sys::RemoveFileOnSignal(tmp);
+  }
   raw_fd_ostream os(fd, /*shouldClose=*/true);
   os << bytes;
   os.close();
@@ -239,11 +276,11 @@ Expected<StagedOutput> stageOutput(StringRef path, StringRef bytes) {
     std::error_code ec = os.error();
     os.clear_error();
     sys::fs::remove(tmp);
+    sys::DontRemoveFileOnSignal(tmp);
     return createStringError(ec, "cannot write '%s': %s", path.str().c_str(),
                              ec.message().c_str());
   }
   staged.tmp = std::string(tmp);
-  sys::RemoveFileOnSignal(staged.tmp);
   return staged;
 }
 
@@ -388,6 +425,11 @@ private:
   TempFiles &temps;
   const ToolRunner &tools;
 
+  /// Parses `input` and compiles it in an MLIR context of its own: returns
+  /// the output of `stage` up to `mlir-llvm`, header and manifest, and the
+  /// LLVM-dialect text for the stages the tools make (llvm, asm, obj).
+  std::optional<std::string> generate(const std::string &input,
+                                      EmitStage stage);
   std::optional<std::string> runTools(const std::string &llvmDialectText,
                                       EmitStage stage);
   std::optional<std::string> buildShared(const std::string &input);
@@ -397,6 +439,18 @@ std::optional<std::string> Compilation::run(const std::string &input,
                                             EmitStage stage) {
   if (stage == EmitStage::Shared)
     return buildShared(input);
+  // The MLIR context (and its thread pool) ends inside generate(): the
+  // tools run with kinac single-threaded, so an interrupt is delivered to
+  // the thread that blocks it around a spawn (InterruptBlocker).
+  std::optional<std::string> text = generate(input, stage);
+  if (!text || (stage != EmitStage::LLVM && stage != EmitStage::Asm &&
+                stage != EmitStage::Obj))
+    return text;
+  return runTools(*text, stage);
+}
+
+std::optional<std::string> Compilation::generate(const std::string &input,
+                                                 EmitStage stage) {
   Expected<std::string> source = readFile(input);
   if (!source) {
     driverError("cannot open '" + input + "': " + toString(source.takeError()));
@@ -444,8 +498,15 @@ std::optional<std::string> Compilation::run(const std::string &input,
 
   MLIRGenOptions genOptions;
   genOptions.symbolPrefix = opts.symbolPrefix;
+  // MLIRGen's own consistency failures are internal errors; its other
+  // errors are the user's (MLIRGenWatch).
+  std::optional<MLIRGenWatch> genWatch;
+  genWatch.emplace(ctx);
   mlir::OwningOpRef<mlir::ModuleOp> mlirModule =
       timer.time("mlirgen", [&] { return mlirGen(ctx, module, genOptions); });
+  if (genWatch->finish())
+    return std::nullopt;
+  genWatch.reset();
   if (!mlirModule)
     return std::nullopt;
 
@@ -468,15 +529,28 @@ std::optional<std::string> Compilation::run(const std::string &input,
   pipeline.symbolPrefix = opts.symbolPrefix;
   pipeline.stamp.abiVersion = opts.abiVersion;
   pipeline.stamp.compiler = "kinac " KINA_VERSION;
-  if (mlir::failed(timer.time("pipeline", [&] {
-        return lowerToLLVMDialect(*mlirModule, module, pipeline);
-      })))
-    return std::nullopt;
+  // Every failure from here on is kinac's bug: reported as an internal
+  // error naming the pass, its diagnostics inside the report.
+  {
+    PipelineWatch watch(ctx, opts.forced);
+    pipeline.instrument = [&](mlir::PassManager &pm) { watch.instrument(pm); };
+    if (mlir::failed(timer.time("pipeline", [&] {
+          return lowerToLLVMDialect(*mlirModule, module, pipeline);
+        }))) {
+      watch.report();
+      return std::nullopt;
+    }
+    watch.replay();
+    if (opts.forced.kind != ForcedInternalError::None &&
+        !watch.forcedPassRan()) {
+      driverError("--debug-force-internal-error: no pass '" +
+                  opts.forced.pass + "' ran in the pipeline");
+      return std::nullopt;
+    }
+  }
   std::string llvmDialect = timer.time(
       "print-mlir", [&] { return print(*mlirModule, opts.printDebugInfo); });
-  if (stage == EmitStage::MlirLLVM)
-    return llvmDialect;
-  return runTools(llvmDialect, stage);
+  return llvmDialect;
 }
 
 std::optional<std::string>
@@ -602,6 +676,145 @@ Error extractDependencyFlags(std::vector<char *> &args, DriverOptions &opts) {
                              "-MF, -MT and -MP need -MD");
   args = std::move(kept);
   return Error::success();
+}
+
+/// Takes the C compiler driver's flags out of `args` for a one-step link,
+/// as nvcc and clang accept them: -I -D -U -L -l (the value attached or in
+/// the next argument), -Wl,... -Wa,... -Wp,... and other -W... warnings,
+/// -std=..., -f..., -m... (kinac's own is --mcpu, with two dashes), -g...,
+/// -pthread, and -Xcompiler ARG / -Xlinker ARG for anything else. -O stays
+/// for the option parser: it sets kinac's level and the C compile's.
+/// kinac's options that take a separate value keep it (`-o -lfoo.o` is an
+/// output name). Scanning stops at `--`.
+Error extractCompilerFlags(std::vector<char *> &args, DriverOptions &opts) {
+  static const StringRef separateValue[] = {
+      "-o",        "--emit",           "--target",
+      "--mcpu",    "--symbol-prefix",  "--mlir-translate",
+      "--llc",     "--runtime-lib",    "--diagnostics-format",
+      "--abi-version-for-testing", "--debug-force-internal-error"};
+  std::vector<char *> kept;
+  for (size_t i = 0; i < args.size(); ++i) {
+    StringRef a(args[i]);
+    if (i == 0) {
+      kept.push_back(args[i]);
+      continue;
+    }
+    if (a == "--") {
+      kept.insert(kept.end(), args.begin() + i, args.end());
+      break;
+    }
+    if (llvm::is_contained(separateValue, a)) {
+      kept.push_back(args[i]);
+      if (i + 1 < args.size())
+        kept.push_back(args[++i]);
+      continue;
+    }
+    // The flags with a value: attached (-Idir) or the next argument (-I dir).
+    auto withValue = [&](StringRef flag,
+                         std::vector<std::string> &into) -> Expected<bool> {
+      if (!a.starts_with(flag))
+        return false;
+      std::string value = a.drop_front(flag.size()).str();
+      opts.cFlagsAsWritten.push_back(a.str());
+      if (value.empty()) {
+        if (i + 1 == args.size())
+          return createStringError(inconvertibleErrorCode(),
+                                   "argument to '%s' is missing (expected 1 "
+                                   "value)",
+                                   flag.str().c_str());
+        value = args[++i];
+        opts.cFlagsAsWritten.back() += " " + value;
+      }
+      into.push_back(flag.str() + value);
+      return true;
+    };
+    bool taken = false;
+    for (auto [flag, list] :
+         {std::pair<StringRef, std::vector<std::string> *>{"-I",
+                                                           &opts.cCompileFlags},
+          {"-D", &opts.cCompileFlags},
+          {"-U", &opts.cCompileFlags},
+          {"-L", &opts.cLinkFlags},
+          {"-l", &opts.cLibraries}}) {
+      Expected<bool> took = withValue(flag, *list);
+      if (!took)
+        return took.takeError();
+      if ((taken = *took))
+        break;
+    }
+    if (taken)
+      continue;
+    if (a == "-Xcompiler" || a == "-Xlinker") {
+      if (i + 1 == args.size())
+        return createStringError(inconvertibleErrorCode(),
+                                 "argument to '%s' is missing (expected 1 "
+                                 "value)",
+                                 a.str().c_str());
+      std::string value = args[++i];
+      opts.cFlagsAsWritten.push_back(a.str() + " " + value);
+      if (a == "-Xcompiler") {
+        opts.cCompileFlags.push_back(value);
+      } else {
+        opts.cLinkFlags.push_back("-Xlinker");
+        opts.cLinkFlags.push_back(value);
+      }
+      continue;
+    }
+    bool link = a.starts_with("-Wl,");
+    bool compile = !link && ((a.starts_with("-W") && a.size() > 2) ||
+                             a.starts_with("-std=") ||
+                             (a.starts_with("-f") && a.size() > 2) ||
+                             (a.starts_with("-m") && a.size() > 2) ||
+                             a.starts_with("-g") || a == "-pthread");
+    if (link || compile) {
+      opts.cFlagsAsWritten.push_back(a.str());
+      (link ? opts.cLinkFlags : opts.cCompileFlags).push_back(a.str());
+      continue;
+    }
+    kept.push_back(args[i]);
+  }
+  args = std::move(kept);
+  return Error::success();
+}
+
+/// The words of an environment variable holding flags (CFLAGS, LDFLAGS,
+/// ...), split at white space as make's recipes split them (no quoting).
+std::vector<std::string> flagsFromEnvironment(const char *name) {
+  std::vector<std::string> words;
+  std::optional<std::string> value = sys::Process::GetEnv(name);
+  if (!value)
+    return words;
+  SmallVector<StringRef> parts;
+  SplitString(*value, parts, " \t\n\r\f\v");
+  for (StringRef w : parts)
+    words.push_back(w.str());
+  return words;
+}
+
+/// The folder holding kina/runtime.h and kina/abi.h for C sources linked in
+/// one step: `../include` beside kinac (an install tree), else the source
+/// tree's include folder (a build tree); plus the build's generated headers
+/// (kina/RuntimeConfig.h) when those are not beside the others.
+std::vector<std::string> runtimeIncludeDirs(const char *argv0) {
+  SmallString<256> p(executableDir(argv0));
+  sys::path::append(p, "..", "include");
+  SmallString<256> probe(p);
+  sys::path::append(probe, "kina", "runtime.h");
+  if (sys::fs::exists(probe)) {
+    SmallString<256> real;
+    if (!sys::fs::real_path(p, real))
+      return {std::string(real)};
+    return {std::string(p)};
+  }
+  std::vector<std::string> dirs = {KINA_DEFAULT_INCLUDE_DIR};
+  SmallString<256> config(p);
+  sys::path::append(config, "kina", "RuntimeConfig.h");
+  if (sys::fs::exists(config)) {
+    SmallString<256> real;
+    dirs.push_back(!sys::fs::real_path(p, real) ? std::string(real)
+                                                 : std::string(p));
+  }
+  return dirs;
 }
 
 /// A path as a Make rule writes it: spaces and '#' escaped with a
@@ -803,6 +1016,7 @@ int linkExecutable(const DriverOptions &opts, const char *argv0,
   } else {
     SmallString<256> model(target);
     model += ".tmp-%%%%%%%%";
+    InterruptBlocker blocked;
     if (std::error_code ec = sys::fs::createUniqueFile(model, tmpOut)) {
       driverError("cannot write '" + output + "': " + ec.message());
       return ExitFailure;
@@ -815,12 +1029,34 @@ int linkExecutable(const DriverOptions &opts, const char *argv0,
       sys::DontRemoveFileOnSignal(tmpOut);
     }
   };
+  // As make's rules and nvcc: $CPPFLAGS $CFLAGS, kinac's -O level (before
+  // $CFLAGS unless given explicitly), the flags of the command line, the
+  // generated headers and kina/runtime.h on the include path, $LDFLAGS and
+  // the link flags, the inputs and objects, then the libraries (-l,
+  // $LDLIBS) and the runtime.
   std::vector<std::string> args = cc->args;
+  std::string optFlag = "-O" + std::to_string(opts.optLevel);
+  if (!opts.optExplicit)
+    args.push_back(optFlag);
+  for (const char *var : {"CPPFLAGS", "CFLAGS"})
+    for (std::string &f : flagsFromEnvironment(var))
+      args.push_back(std::move(f));
+  if (opts.optExplicit)
+    args.push_back(optFlag);
   args.push_back("-I" + *includeDir);
+  args.insert(args.end(), opts.cCompileFlags.begin(), opts.cCompileFlags.end());
+  for (const std::string &dir : runtimeIncludeDirs(argv0))
+    args.push_back("-I" + dir);
+  for (std::string &f : flagsFromEnvironment("LDFLAGS"))
+    args.push_back(std::move(f));
+  args.insert(args.end(), opts.cLinkFlags.begin(), opts.cLinkFlags.end());
   for (const std::string &o : others)
     args.push_back(o);
   for (const std::string &o : objects)
     args.push_back(o);
+  args.insert(args.end(), opts.cLibraries.begin(), opts.cLibraries.end());
+  for (std::string &f : flagsFromEnvironment("LDLIBS"))
+    args.push_back(std::move(f));
   for (const std::string &f : runtimeLinkFlags(findRuntimeLib(opts, argv0)))
     args.push_back(f);
   args.push_back("-o");
@@ -915,6 +1151,7 @@ std::optional<std::string> Compilation::buildShared(const std::string &input) {
 
 int runDriver(int argc, char **argv) {
   installInterruptHandler();
+  installCrashReporting(argv[0]);
   DriverOptions opts;
   CLI::App app{
       "kinac: ahead-of-time compiler for Kina IR (version " KINA_VERSION ")",
@@ -977,14 +1214,26 @@ int runDriver(int argc, char **argv) {
   app.add_option("--abi-version-for-testing", opts.abiVersion,
                  "Record this ABI version in objects (tests only)")
       ->group("");
+  app.add_option("--debug-force-internal-error", opts.forceInternalError,
+                 "invalid-ir:PASS or crash:PASS (developers' tests only)")
+      ->group("");
   app.footer("Make dependency files, as a C compiler writes them: -MD (or "
              "-MMD) writes\n  'OUTPUT: INPUT KINAC' to OUTPUT with .d "
              "for its extension; -MF FILE names\n  that file, -MT TARGET "
              "the rule's target (repeatable), -MP adds an empty\n  rule "
-             "for kinac.");
+             "for kinac.\n\nC compiler flags for a one-step link (kinac "
+             "m.kir main.c -o app), passed to\n  $CC: -I -D -U -L -l -Wl,... "
+             "-W... -std=... -f... -m... -g... -pthread,\n  -Xcompiler ARG, "
+             "-Xlinker ARG; $CPPFLAGS $CFLAGS $LDFLAGS $LDLIBS are used too,\n"
+             "  and -O sets the level of both kinac and the C compile.\n\n"
+             "Exit status: 0 success, 1 error, 70 internal compiler error.");
   app.set_version_flag("--version", "kinac version " KINA_VERSION);
   std::vector<char *> cliArgs(argv, argv + argc);
   if (Error err = extractDependencyFlags(cliArgs, opts)) {
+    driverError(toString(std::move(err)));
+    return ExitFailure;
+  }
+  if (Error err = extractCompilerFlags(cliArgs, opts)) {
     driverError(toString(std::move(err)));
     return ExitFailure;
   }
@@ -1013,6 +1262,16 @@ int runDriver(int argc, char **argv) {
     return ExitFailure;
   }
   setDiagnosticFormat(*parseDiagnosticFormat(opts.diagnosticsFormat));
+  opts.optExplicit = app.count("-O") > 0;
+  if (!opts.forceInternalError.empty()) {
+    Expected<ForcedInternalError> forced =
+        parseForcedInternalError(opts.forceInternalError);
+    if (!forced) {
+      driverError(toString(forced.takeError()));
+      return ExitFailure;
+    }
+    opts.forced = *forced;
+  }
   if (Error err = resolveProcessor(opts.mcpu)) {
     driverError(toString(std::move(err)));
     return ExitFailure;
@@ -1055,6 +1314,12 @@ int runDriver(int argc, char **argv) {
     driverError("no .kir input file");
     return ExitFailure;
   }
+  // The C compiler's flags need a C compile or link, as clang says.
+  if (!link)
+    for (const std::string &f : opts.cFlagsAsWritten)
+      reportDriverWarning("argument unused during compilation: '" + f +
+                          "' (C compiler flags apply when kinac links an "
+                          "executable)");
 
   int rc;
   if (opts.writeDeps && (link || kirInputs.size() > 1)) {
@@ -1116,6 +1381,8 @@ int runDriver(int argc, char **argv) {
     }
   }
   timer.print();
+  if (rc != ExitSuccess && internalErrorReported())
+    rc = kExitInternalError;
   return rc;
 }
 

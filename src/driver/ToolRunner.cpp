@@ -1,10 +1,20 @@
 //===- ToolRunner.cpp - Running external tools with captured stderr -------===//
 //
-// Implementation of ToolRunner.h on llvm::sys::ExecuteNoWait and Wait. stderr
-// goes to a temporary file that is read back into the error message and
-// removed. If kinac is interrupted (SIGINT, SIGTERM, SIGHUP) while a tool
-// runs, the tool is killed and waited for before kinac dies, so it cannot
-// write its output after kinac's temporary files were removed.
+// Implementation of ToolRunner.h. A tool is started with posix_spawn in a
+// process group of its own (so that killing the group also kills what it
+// started: cc's cc1, as and ld, a shell script's children) and with kinac's
+// signal mask from before the spawn; stderr goes to a temporary file that is
+// read back into the error message and removed. llvm::sys::ExecuteNoWait
+// offers neither the process group nor the mask, which is why the spawn is
+// done here.
+//
+// Interrupts (SIGINT, SIGTERM, SIGHUP, SIGUSR2, SIGQUIT) are blocked from
+// just before the spawn until the tool's process id is recorded, and from
+// the tool's end until it is cleared, so the interrupt handler always knows
+// the tool that runs; the tool is reaped only after its id was cleared, so
+// the handler never signals a process id the system may have reused. The
+// handler kills the tool's group and waits for it before the temporary
+// files are removed, so no tool writes its output after that.
 //
 //===----------------------------------------------------------------------===//
 #include "kina/ToolRunner.h"
@@ -20,11 +30,21 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
+#include <ctime>
 #include <optional>
 
+#include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
 
 using namespace llvm;
 
@@ -32,28 +52,121 @@ namespace kina {
 
 namespace {
 
-/// The process id of the tool running now (0: none), for onInterrupt.
-std::atomic<long> runningTool{0};
+/// The process id (and process group id) of the tool running now; 0: none.
+std::atomic<pid_t> runningTool{0};
+
+/// Directories to remove when kinac is interrupted (after the files in them,
+/// which llvm::sys::RemoveFileOnSignal removes): fixed slots, so that the
+/// signal handler reads them without locks or allocation.
+constexpr int kMaxSignalDirs = 8;
+constexpr size_t kMaxDirPath = 4096;
+char signalDirs[kMaxSignalDirs][kMaxDirPath];
+std::atomic<bool> signalDirUsed[kMaxSignalDirs];
+
+/// The signals that make kinac clean up and die (LLVM's interrupt signals
+/// and SIGQUIT).
+sigset_t interruptSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR2, SIGQUIT})
+    sigaddset(&set, sig);
+  return set;
+}
+
+/// Kills the running tool's process group and waits until the tool is
+/// reaped and (for at most two seconds) the rest of its group is gone.
+/// Async-signal-safe.
+void killToolGroup() {
+  pid_t pid = runningTool.exchange(0);
+  if (pid <= 0)
+    return;
+  ::kill(-pid, SIGKILL);
+  ::kill(pid, SIGKILL); // in case it left its group
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  struct timespec pause = {0, 5 * 1000 * 1000};
+  for (int i = 0; i < 400 && ::kill(-pid, 0) == 0; ++i)
+    ::nanosleep(&pause, nullptr);
+}
+
+/// Removes the directories registered with removeDirectoryOnSignal (empty by
+/// then). Async-signal-safe.
+void removeSignalDirs() {
+  for (int i = 0; i < kMaxSignalDirs; ++i)
+    if (signalDirUsed[i].load())
+      ::rmdir(signalDirs[i]);
+}
 
 /// LLVM's interrupt function (sys::SetInterruptFunction), called from its
 /// signal handler after it removed the files registered with
-/// sys::RemoveFileOnSignal: kills the running tool and waits for it, removes
-/// the files again (the tool may have written one meanwhile), then dies of
-/// SIGINT, as an interrupted compiler does. Async-signal-safe calls only.
+/// sys::RemoveFileOnSignal: kills the running tool's group and waits for it,
+/// removes the files again (the tool may have written one meanwhile) and the
+/// registered directories, then dies of SIGINT, as an interrupted compiler
+/// does. Async-signal-safe calls only.
 void onInterrupt() {
-  long pid = runningTool.load();
-  if (pid > 0) {
-    ::kill(static_cast<pid_t>(pid), SIGKILL);
-    ::waitpid(static_cast<pid_t>(pid), nullptr, 0);
-  }
+  killToolGroup();
   sys::RunInterruptHandlers();
+  removeSignalDirs();
   ::signal(SIGINT, SIG_DFL);
+  sigset_t unblock;
+  sigemptyset(&unblock);
+  sigaddset(&unblock, SIGINT);
+  ::pthread_sigmask(SIG_UNBLOCK, &unblock, nullptr);
   ::raise(SIGINT);
+}
+
+/// The same cleanup for fatal signals (a crash of kinac, SIGQUIT): LLVM
+/// runs it among its signal handlers (sys::AddSignalHandler), after it
+/// removed the registered files.
+void onFatalSignal(void *) {
+  killToolGroup();
+  sys::RunInterruptHandlers();
+  removeSignalDirs();
 }
 
 } // namespace
 
-void installInterruptHandler() { sys::SetInterruptFunction(onInterrupt); }
+void installInterruptHandler() {
+  sys::SetInterruptFunction(onInterrupt);
+  sys::AddSignalHandler(onFatalSignal, nullptr);
+}
+
+void cleanUpAfterFatalError() {
+  killToolGroup();
+  sys::RunInterruptHandlers();
+  removeSignalDirs();
+}
+
+InterruptBlocker::InterruptBlocker() {
+  sigset_t set = interruptSignals();
+  ::pthread_sigmask(SIG_BLOCK, &set, &saved);
+}
+
+InterruptBlocker::~InterruptBlocker() {
+  ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+}
+
+bool removeDirectoryOnSignal(StringRef path) {
+  if (path.size() >= kMaxDirPath)
+    return false;
+  InterruptBlocker blocked;
+  for (int i = 0; i < kMaxSignalDirs; ++i) {
+    if (signalDirUsed[i].load())
+      continue;
+    std::memcpy(signalDirs[i], path.data(), path.size());
+    signalDirs[i][path.size()] = '\0';
+    signalDirUsed[i].store(true);
+    return true;
+  }
+  return false;
+}
+
+void dontRemoveDirectoryOnSignal(StringRef path) {
+  InterruptBlocker blocked;
+  for (int i = 0; i < kMaxSignalDirs; ++i)
+    if (signalDirUsed[i].load() && path == signalDirs[i])
+      signalDirUsed[i].store(false);
+}
 
 std::string quoteCommand(const std::vector<std::string> &args) {
   std::string out;
@@ -126,36 +239,83 @@ Error ToolRunner::run(StringRef program,
     errs() << command << "\n";
 
   SmallString<128> errPath;
-  if (std::error_code ec =
-          sys::fs::createTemporaryFile("kinac-tool", "stderr", errPath))
-    return createStringError(ec, "cannot create a temporary file: %s",
-                             ec.message().c_str());
-  FileRemover removeErr(errPath);
-  sys::RemoveFileOnSignal(errPath);
+  {
+    // Created and registered for removal with no interrupt in between.
+    InterruptBlocker blocked;
+    if (std::error_code ec =
+            sys::fs::createTemporaryFile("kinac-tool", "stderr", errPath))
+      return createStringError(ec, "cannot create a temporary file: %s",
+                               ec.message().c_str());
+    sys::RemoveFileOnSignal(errPath);
+  }
 
-  SmallVector<StringRef> argv;
+  // argv and environment for posix_spawn, as NUL-terminated arrays.
+  std::vector<char *> argv;
   for (const std::string &a : args)
-    argv.push_back(a);
-  std::optional<StringRef> redirects[] = {std::nullopt, std::nullopt,
-                                          StringRef(errPath)};
+    argv.push_back(const_cast<char *>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 2, errPath.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  pid_t pid = 0;
+  int spawnError;
   std::string execError;
   bool failedToStart = false;
-  sys::ProcessInfo started =
-      sys::ExecuteNoWait(program, argv, /*Env=*/std::nullopt, redirects,
-                         /*MemoryLimit=*/0, &execError, &failedToStart);
   int rc = -1;
-  if (started.Pid != sys::ProcessInfo::InvalidPid) {
-    runningTool.store(started.Pid);
-    rc = sys::Wait(started, /*SecondsToWait=*/std::nullopt, &execError)
-             .ReturnCode;
-    runningTool.store(0);
-  } else {
-    failedToStart = true;
+  {
+    // The tool gets the mask kinac had before blocking (its own signals
+    // work as usual) and a process group of its own (pgid = its pid).
+    InterruptBlocker blocked;
+    posix_spawnattr_setsigmask(&attr, &blocked.previousMask());
+    posix_spawnattr_setpgroup(&attr, 0);
+    posix_spawnattr_setflags(&attr,
+                             POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+    std::string programPath = program.str();
+    spawnError = ::posix_spawn(&pid, programPath.c_str(), &actions, &attr,
+                               argv.data(), environ);
+    if (spawnError == 0)
+      runningTool.store(pid);
   }
-  sys::DontRemoveFileOnSignal(errPath);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (spawnError != 0) {
+    failedToStart = true;
+    execError = std::strerror(spawnError);
+  } else {
+    // Wait for the end without reaping (the zombie keeps the process id
+    // from being reused while the interrupt handler may still signal it),
+    // then clear the id with interrupts blocked, then reap.
+    siginfo_t info;
+    int waited;
+    do {
+      info.si_pid = 0;
+      waited = ::waitid(P_PID, pid, &info, WEXITED | WNOWAIT);
+    } while (waited < 0 && errno == EINTR);
+    int status = 0;
+    bool reaped;
+    {
+      InterruptBlocker blocked;
+      reaped =
+          runningTool.exchange(0) == pid && ::waitpid(pid, &status, 0) == pid;
+    }
+    if (!reaped) {
+      execError = "lost track of the process";
+    } else if (WIFEXITED(status)) {
+      rc = WEXITSTATUS(status);
+    } else if (WIFSIGNALED(status)) {
+      execError = ::strsignal(WTERMSIG(status));
+      if (WCOREDUMP(status))
+        execError += " (core dumped)";
+    }
+  }
   std::string stderrText;
   if (auto buf = MemoryBuffer::getFile(errPath))
     stderrText = (*buf)->getBuffer().str();
+  sys::fs::remove(errPath);
+  sys::DontRemoveFileOnSignal(errPath);
   if (failedToStart)
     return createStringError(
         inconvertibleErrorCode(), "cannot run '%s': %s\n  command: %s",

@@ -55,6 +55,8 @@ LogicalResult lowerToLLVMDialect(ModuleOp module, const Module &kinaModule,
 
   PassManager pm(ctx);
   pm.enableVerifier(true);
+  if (options.instrument)
+    options.instrument(pm);
   bool optimize = options.optLevel > 0;
   if (optimize) {
     pm.addPass(createCanonicalizerPass());

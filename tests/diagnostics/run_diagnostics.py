@@ -515,6 +515,112 @@ def verify_mode_self_tests(kinac, workdir):
     return results
 
 
+def internal_error_cases(kinac, workdir, good):
+    """Internal compiler errors, forced with the hidden developer option
+    --debug-force-internal-error: IR that does not verify after a pass, and
+    a crash (SIGSEGV) inside one. Each must read `kinac: internal error:`
+    naming the pass, never as an error of the user's source, ask for a
+    report, exit 70, write no output (an existing one untouched) and leave
+    only the kept IR file (for the verifier failure) in TMPDIR."""
+    results = []
+    for name, flag, head, kept_ir in (
+            ("internal-error-invalid-ir", "invalid-ir:kina-entry-points",
+             "kinac: internal error: the pass 'kina-entry-points' produced "
+             "IR that does not verify", True),
+            ("internal-error-invalid-ir-first-pass", "invalid-ir:canonicalize",
+             "kinac: internal error: the pass 'canonicalize' produced IR "
+             "that does not verify", True),
+            ("internal-error-crash", "crash:kina-lower-to-llvm",
+             "kinac: internal error: kinac crashed while running the pass "
+             "'kina-lower-to-llvm'", False)):
+        for existing in (False, True):
+            problems = []
+            d = fresh_dir(workdir, name + ("-existing" if existing else ""))
+            tmp = fresh_dir(workdir, name + ("-existing" if existing else "")
+                            + "-tmp")
+            out = os.path.join(d, "out.o")
+            if existing:
+                with open(out, "wb") as f:
+                    f.write(SENTINEL)
+            rc, err = run(kinac, [good, f"--debug-force-internal-error={flag}",
+                                  "-o", out], d,
+                          env=dict(os.environ, TMPDIR=tmp))
+            lines = err.splitlines()
+            if rc != 70:
+                problems.append(f"exit code {rc}, expected 70:\n{err}")
+            if not lines or lines[0] != head:
+                problems.append(f"expected '{head}' first:\n{err}")
+            if "please report it" not in err:
+                problems.append(f"no request to report it:\n{err}")
+            # Nothing may look like an error of the user's file.
+            if re.search(r"^\S*mlp\.kir:\d+:\d+: error", err, re.M):
+                problems.append(f"an internal message reads as the user's "
+                                f"error:\n{err}")
+            kept = re.findall(r"the IR after the failing pass is kept in "
+                              r"(\S+)$", err, re.M)
+            left = sorted(os.listdir(tmp))
+            if kept_ir:
+                if not ("'builtin.module' op can only contain attributes "
+                        "with dialect-prefixed names" in err):
+                    problems.append(f"the verifier's message is not shown:"
+                                    f"\n{err}")
+                if len(kept) != 1 or os.path.dirname(kept[0]) != tmp or \
+                        left != [os.path.basename(kept[0])]:
+                    problems.append(f"expected one kept IR file in TMPDIR, "
+                                    f"named: {kept}, TMPDIR holds {left}")
+                else:
+                    with open(kept[0]) as f:
+                        ir = f.read()
+                    if "kina_debug_invalid_ir" not in ir or \
+                            '"builtin.module"()' not in ir:
+                        problems.append(f"the kept file is not the failing "
+                                        f"IR:\n{ir[:500]}")
+            else:
+                if "PLEASE submit a bug report" not in err or \
+                        "Stack dump" not in err and " #0 " not in err:
+                    problems.append(f"no stack dump and report request:\n"
+                                    f"{err}")
+                if left:
+                    problems.append(f"temporary files left: {left}")
+            check_outputs(d, out, existing, problems)
+            results.append((name + ("-existing" if existing else ""),
+                            problems))
+    # JSON: one object, severity error, the notes nested.
+    problems = []
+    d = fresh_dir(workdir, "internal-error-json")
+    tmp = fresh_dir(workdir, "internal-error-json-tmp")
+    rc, err = run(kinac, [good, "--diagnostics-format=json",
+                          "--debug-force-internal-error=invalid-ir:cse",
+                          "-o", os.path.join(d, "out.o")], d,
+                  env=dict(os.environ, TMPDIR=tmp))
+    try:
+        objs = [json.loads(l) for l in err.splitlines()]
+    except ValueError:
+        objs = []
+    if rc != 70 or len(objs) != 1 or objs[0]["severity"] != "error" or \
+            not objs[0]["message"].startswith(
+                "internal error: the pass 'cse' produced IR") or \
+            not any("kept in" in n["message"] for n in objs[0]["notes"]):
+        problems.append(f"exit code {rc}, expected 70 and one JSON "
+                        f"internal error:\n{err}")
+    results.append(("internal-error-json", problems))
+    # A pass that is not in the pipeline, a malformed value: errors of the
+    # command line.
+    for name, flag, needle in (
+            ("internal-error-no-such-pass", "crash:no-such-pass",
+             "--debug-force-internal-error: no pass 'no-such-pass' ran"),
+            ("internal-error-bad-value", "segv",
+             "--debug-force-internal-error: 'segv' is neither")):
+        d = fresh_dir(workdir, name)
+        rc, err = run(kinac, [good, f"--debug-force-internal-error={flag}",
+                              "-o", os.path.join(d, "out.o")], d)
+        problems = [] if rc == 1 and f"kinac: error: {needle}" in err else [
+            f"exit code {rc}, expected 1 and '{needle}':\n{err}"]
+        check_outputs(d, os.path.join(d, "out.o"), False, problems)
+        results.append((name, problems))
+    return results
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kinac", required=True)
@@ -634,6 +740,7 @@ def main():
     results.append(("non-ascii-source-line", non_ascii_display(
         kinac, args.workdir)))
     results += verify_mode_self_tests(kinac, args.workdir)
+    results += internal_error_cases(kinac, args.workdir, good)
 
     failed = 0
     for name, problems in results:

@@ -135,38 +135,137 @@ def keep_temps_case(kinac, work, fake):
     return problems
 
 
-def interrupt_case(kinac, work, bindir, sig):
-    """kinac gets `sig` while llc (a fake that says it started, sleeps, then
-    writes its output) runs: the fake must not outlive kinac to write its
-    output, and TMPDIR and the output directory must end empty."""
+def interrupt_case(kinac, work, bindir, sig, how="after-start", tag="",
+                   late_s=1.0):
+    """kinac gets `sig` while llc (a fake that sleeps, then writes its
+    output) runs: the fake must not outlive kinac to write its output, and
+    TMPDIR and the output directory must end empty.
+
+    how: "after-start": the test sends the signal once the fake says it has
+    started; "from-tool": the fake sends it to kinac as its first action,
+    which lands right after kinac spawned it (the window where kinac may not
+    yet know the tool's process id); "delay:S": the test sends it S seconds
+    after starting kinac, wherever kinac is then."""
     problems = []
     name = signal.Signals(sig).name
-    case_dir = fresh(os.path.join(work, f"interrupt-{name}"))
-    tmpdir = fresh(os.path.join(work, f"interrupt-{name}-tmp"))
+    case = f"interrupt-{name}-{how.replace(':', '')}{tag}"
+    case_dir = fresh(os.path.join(work, case))
+    tmpdir = fresh(os.path.join(work, case + "-tmp"))
     started = os.path.join(case_dir, "started")
-    slow = make_fake(bindir, f"slow-{name}",
-                     f'for a in "$@"; do o=$a; done\n: > "{started}"\n'
-                     'sleep 2\necho late > "$o"\n')
+    signal_parent = f"kill -{name[3:]} $PPID\n" if how == "from-tool" else ""
+    # "after-start": the sleep and the write run in a child of the fake,
+    # which killing the fake alone leaves running. Otherwise the fake writes
+    # itself: it survives (and writes) only if kinac does not know it runs.
+    late = (f'(sleep {late_s}; echo late > "$o") &\nwait\n'
+            if how == "after-start" else
+            f'sleep {late_s}\necho late > "$o"\n')
+    slow = make_fake(bindir, case,
+                     f'for a in "$@"; do o=$a; done\n{signal_parent}'
+                     f': > "{started}"\n{late}')
     out = os.path.join(case_dir, "out.o")
     p = subprocess.Popen([kinac, GOOD, f"--llc={slow}", "-o", out],
                          cwd=case_dir, env=dict(os.environ, TMPDIR=tmpdir),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if how.startswith("delay:"):
+        time.sleep(float(how[len("delay:"):]))
+        p.send_signal(sig)
+    elif how == "after-start":
+        deadline = time.time() + 60
+        while not os.path.exists(started) and time.time() < deadline:
+            time.sleep(0.02)
+        p.send_signal(sig)
+    p.wait(timeout=60)
+    err = p.stderr.read().decode()
+    time.sleep(late_s + 0.5)  # a surviving llc writes meanwhile
+    # A random moment may fall before kinac handles signals (death by the
+    # signal itself) or after it finished (exit 0, the output written).
+    expected = ({-signal.SIGINT, -sig, 0} if how.startswith("delay:")
+                else {-signal.SIGINT})
+    if p.returncode not in expected:
+        problems.append(f"exit status {p.returncode}, expected death by "
+                        f"SIGINT; stderr:\n{err}")
+    if os.path.exists(started):
+        os.remove(started)
+    left = [f for f in os.listdir(case_dir)
+            if not (p.returncode == 0 and f == "out.o")]
+    if left:
+        problems.append(f"files left beside the output: {left}")
+    if os.listdir(tmpdir):
+        problems.append(f"temporary files left: {os.listdir(tmpdir)}")
+    return problems
+
+
+def interrupt_link_case(kinac, work, bindir, sig):
+    """kinac gets `sig` while the C compiler driver links (a fake `cc` that
+    sleeps in a child process, then writes the executable): no executable,
+    and nothing left in TMPDIR, the temporary include folder with the
+    module's header included."""
+    problems = []
+    name = signal.Signals(sig).name
+    case_dir = fresh(os.path.join(work, f"interrupt-link-{name}"))
+    tmpdir = fresh(os.path.join(work, f"interrupt-link-{name}-tmp"))
+    started = os.path.join(work, f"interrupt-link-{name}.started")
+    cc = make_fake(bindir, f"slow-cc-{name}",
+                   'while [ $# -gt 0 ]; do [ "$1" = -o ] && o=$2; shift; '
+                   f'done\n: > "{started}"\n'
+                   '(sleep 1; echo late > "$o") &\nwait\n')
+    main_c = os.path.join(case_dir, "main.c")
+    with open(main_c, "w") as f:
+        f.write("int main(void) { return 0; }\n")
+    app = os.path.join(case_dir, "app")
+    p = subprocess.Popen([kinac, GOOD, main_c, "-o", app], cwd=case_dir,
+                         env=dict(os.environ, TMPDIR=tmpdir, CC=cc),
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 60
     while not os.path.exists(started) and time.time() < deadline:
         time.sleep(0.02)
     p.send_signal(sig)
     p.wait(timeout=60)
-    time.sleep(3)  # longer than the fake's sleep: a surviving llc writes now
+    err = p.stderr.read().decode()
+    time.sleep(1.5)
+    if os.path.exists(started):
+        os.remove(started)
     if p.returncode != -signal.SIGINT:
         problems.append(f"exit status {p.returncode}, expected death by "
-                        f"SIGINT; stderr:\n{p.stderr.read().decode()}")
-    os.remove(started)
-    if os.listdir(case_dir):
-        problems.append(f"files left beside the output: "
-                        f"{os.listdir(case_dir)}")
+                        f"SIGINT; stderr:\n{err}")
+    left = [f for f in os.listdir(case_dir) if f != "main.c"]
+    if left:
+        problems.append(f"files left beside the output: {left}")
     if os.listdir(tmpdir):
         problems.append(f"temporary files left: {os.listdir(tmpdir)}")
     return problems
+
+
+def interrupt_stress(kinac, work, bindir, iterations, load, hows):
+    """The interrupt cases `iterations` times each, with `load` busy
+    processes (`yes > /dev/null`) competing for the processors and the
+    signal sent at random moments too: for reproducing races by hand
+    (--stress-interrupts N); returns (case, problems) for every failure."""
+    import random
+    hogs = [subprocess.Popen(["yes"], stdout=subprocess.DEVNULL)
+            for _ in range(load)]
+    failures = []
+    try:
+        for i in range(iterations):
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                for how in hows:
+                    if how == "delay":
+                        how = f"delay:{random.uniform(0.0, 0.4):.3f}"
+                    problems = interrupt_case(kinac, work, bindir, sig, how,
+                                              tag=f"-{i}", late_s=0.5)
+                    if problems:
+                        failures.append((f"{i}: {signal.Signals(sig).name} "
+                                         f"{how}", problems))
+            print(f"iteration {i + 1}/{iterations}: {len(failures)} "
+                  "failures so far", flush=True)
+            for d in os.listdir(work):
+                if d.endswith(f"-{i}") or d.endswith(f"-{i}-tmp"):
+                    shutil.rmtree(os.path.join(work, d), ignore_errors=True)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    return failures
 
 
 def success_leaves_nothing(kinac, work):
@@ -218,10 +317,28 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kinac", required=True)
     ap.add_argument("--workdir", required=True)
+    ap.add_argument("--stress-interrupts", type=int, metavar="N",
+                    help="only run the interrupt cases N times each under "
+                    "load, signals at random moments too")
+    ap.add_argument("--load", type=int, default=2,
+                    help="busy processes during --stress-interrupts")
+    ap.add_argument("--stress-how", default="from-tool,after-start,delay",
+                    help="which interrupt cases --stress-interrupts runs")
     args = ap.parse_args()
     kinac = os.path.abspath(args.kinac)
     work = fresh(os.path.abspath(args.workdir))
     bindir = fresh(os.path.join(work, "bin"))
+    if args.stress_interrupts:
+        hows = args.stress_how.split(",")
+        failures = interrupt_stress(kinac, work, bindir,
+                                    args.stress_interrupts, args.load, hows)
+        for name, problems in failures:
+            print("FAIL " + name)
+            for p in problems:
+                print("  " + p.replace("\n", "\n  "))
+        print(f"{len(failures)} failures in "
+              f"{args.stress_interrupts * 2 * len(hows)} interrupted runs")
+        return 1 if failures else 0
     fakes = {n: make_fake(bindir, n, body) for n, (body, _) in FAKES.items()}
 
     results = []
@@ -244,8 +361,19 @@ def main():
         results.append((f"{tool}-missing", problems))
     results.append(("keep-temps", keep_temps_case(kinac, work, fakes["fail"])))
     for sig in (signal.SIGINT, signal.SIGTERM):
-        results.append((f"interrupted-{signal.Signals(sig).name}",
+        name = signal.Signals(sig).name
+        results.append((f"interrupted-{name}",
                         interrupt_case(kinac, work, bindir, sig)))
+        # The signal right after the spawn, three times: a kinac that records
+        # the tool's process id only after spawning it loses this race now
+        # and then (the tool then survives and writes its output late).
+        problems = []
+        for i in range(3):
+            problems += interrupt_case(kinac, work, bindir, sig, "from-tool",
+                                       tag=f"-{i}")
+        results.append((f"interrupted-{name}-from-tool", problems))
+        results.append((f"interrupted-link-{name}",
+                        interrupt_link_case(kinac, work, bindir, sig)))
     results.append(("success-leaves-nothing",
                     success_leaves_nothing(kinac, work)))
     results.append(("link-failure", link_failure_case(kinac, work,

@@ -25,6 +25,13 @@ One subcommand per ctest test; each works in its own folder under --work:
   version      objects carry the version stamp; an object compiled for
                another ABI returns 1 with a message naming both versions on
                every call, one for the right ABI returns 0.
+  link-flags   `kinac m.kir main.c ...` with the C compiler's flags: -I and
+               -D/-U (joined and separate), #include <kina/runtime.h>, -L/-l
+               of a library built here, -Wl, and -Xlinker, -Xcompiler,
+               -std=/-W/-f/-m flags, CPPFLAGS/CFLAGS/LDFLAGS/LDLIBS from the
+               environment, the -O level reaching the C compile, a warning
+               (exit 0) for C flags when nothing is linked, clear errors for
+               an unknown flag and a flag without its value.
   modules      two modules both named model.kir (same module name, same
                function name), prefixed apart: both headers in one C file,
                one runtime, one program; and two modules of one name without
@@ -628,11 +635,129 @@ def cmd_modules(opts):
     print("modules: ok")
 
 
+LINK_KIR = """func @twice(%x: f32[4]) -> f32[4] {
+  %y = add %x, %x
+  return %y
+}
+"""
+
+LINK_MAIN = r"""#include <kina/runtime.h>
+#include <stdio.h>
+#include "config.h"
+#include "m.h"
+#ifndef FROM_D
+#error -D did not arrive
+#endif
+#ifdef UNDEFINED_AGAIN
+#error -U did not arrive
+#endif
+#if defined(EXPECT_OPTIMIZE) && !defined(__OPTIMIZE__)
+#error the C file is compiled without optimisation
+#endif
+#if defined(EXPECT_NO_OPTIMIZE) && defined(__OPTIMIZE__)
+#error the C file is compiled with optimisation
+#endif
+int extra_value(void);
+int main(void) {
+  float x[4] = {1, 2, 3, 4};
+  KinaMemRef1 in = {x, x, 0, {4}, {1}};
+  KinaMemRef1 out;
+  int status = kina_twice(&out, &in);
+  printf("%s %d %d %d %g\n", kina_status_name(status), CONFIG_VALUE, FROM_D,
+         extra_value(), ((float *)out.aligned)[3]);
+  runtime_free(out.allocated);
+  return status;
+}
+"""
+
+
+def cmd_link_flags(opts):
+    work = fresh_dir(os.path.join(opts.work, "link-flags"))
+    for d in ("inc", "lib", "inc2", "lib2"):
+        os.makedirs(os.path.join(work, d))
+    with open(os.path.join(work, "m.kir"), "w") as f:
+        f.write(LINK_KIR)
+    with open(os.path.join(work, "main.c"), "w") as f:
+        f.write(LINK_MAIN)
+    with open(os.path.join(work, "inc", "config.h"), "w") as f:
+        f.write("#define CONFIG_VALUE 7\n")
+    with open(os.path.join(work, "inc2", "config.h"), "w") as f:
+        f.write("#define CONFIG_VALUE 8\n")
+    # Two static libraries defining extra_value(), -l'd from -L folders.
+    for d, value in (("lib", 42), ("lib2", 43)):
+        src = os.path.join(work, d, "extra.c")
+        with open(src, "w") as f:
+            f.write(f"int extra_value(void) {{ return {value}; }}\n")
+        run([opts.cc, "-c", src, "-o", os.path.join(work, d, "extra.o")])
+        run(["ar", "rcs", os.path.join(work, d, "libextra.a"),
+             os.path.join(work, d, "extra.o")])
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CPPFLAGS", "CFLAGS", "LDFLAGS", "LDLIBS")}
+
+    # Separate forms, -Xlinker, -std/-W/-f/-m, an optimised C compile.
+    p = run([opts.kinac, "m.kir", "main.c", "-I", "inc", "-D", "FROM_D=5",
+             "-DUNDEFINED_AGAIN", "-U", "UNDEFINED_AGAIN", "-L", "lib",
+             "-l", "extra", "-DEXPECT_OPTIMIZE", "-std=c99", "-Wall",
+             "-Werror", "-fno-common", "-m64", "--mcpu=x86-64",
+             "-Xlinker", "-Map=app1.map", "-o", "app1"], cwd=work, env=env)
+    out = run(["./app1"], cwd=work).stdout.split()
+    check(out == ["Success", "7", "5", "42", "8"], f"app1 printed {out}")
+    check(os.path.isfile(os.path.join(work, "app1.map")),
+          "-Xlinker -Map=app1.map wrote no map")
+    # Joined forms, -Wl, and -Xcompiler, -O0 reaching the C compile.
+    run([opts.kinac, "m.kir", "main.c", "-Iinc", "-DFROM_D=6", "-Llib",
+         "-lextra", "-O0", "-DEXPECT_NO_OPTIMIZE", "-Xcompiler", "-Wextra",
+         "-Wl,-Map,app2.map", "-o", "app2"], cwd=work, env=env)
+    out = run(["./app2"], cwd=work).stdout.split()
+    check(out == ["Success", "7", "6", "42", "8"], f"app2 printed {out}")
+    check(os.path.isfile(os.path.join(work, "app2.map")),
+          "-Wl,-Map,app2.map wrote no map")
+    # The environment: CPPFLAGS, CFLAGS, LDFLAGS (before the command line's
+    # flags, so -Iinc2 from CFLAGS is searched after nothing else), LDLIBS.
+    env3 = dict(env, CPPFLAGS="-DFROM_D=9", CFLAGS="-Iinc2 -DEXPECT_OPTIMIZE",
+                LDFLAGS="-Llib2", LDLIBS="-lextra")
+    p = run([opts.kinac, "-v", "m.kir", "main.c", "-o", "app3"], cwd=work,
+            env=env3)
+    out = run(["./app3"], cwd=work).stdout.split()
+    check(out == ["Success", "8", "9", "43", "8"], f"app3 printed {out}")
+    cc_line = [l for l in p.stderr.splitlines() if "main.c" in l]
+    check(cc_line and " -O2 -DFROM_D=9 -Iinc2 " in cc_line[0],
+          f"expected the default -O2 before $CPPFLAGS $CFLAGS: {cc_line}")
+    # $CFLAGS' -O1 overrides the default level, an explicit -O3 overrides it.
+    for flags, level in (([], "-O1"), (["-O3"], "-O3")):
+        p = run([opts.kinac, "-v", "m.kir", "main.c", "-o", "app4"] + flags,
+                cwd=work, env=dict(env3, CFLAGS="-O1 -Iinc2"))
+        cc_line = [l for l in p.stderr.splitlines() if "main.c" in l][0]
+        levels = re.findall(r" (-O\d)", cc_line)
+        check(levels[-1] == level, f"expected {level} to decide: {cc_line}")
+
+    # No link: the C flags are unused, a warning as clang gives, exit 0.
+    p = run([opts.kinac, "m.kir", "-lm", "-I", "inc", "-o", "m.o"], cwd=work,
+            env=env)
+    check("kinac: warning: argument unused during compilation: '-lm'"
+          in p.stderr and "'-I inc'" in p.stderr, f"no warning:\n{p.stderr}")
+    check(os.path.isfile(os.path.join(work, "m.o")), "no object written")
+
+    # Bad flags: clear errors, exit 1, nothing written.
+    for args, needle in (
+            (["--frobnicate"], "--frobnicate"),
+            (["-Q"], "-Q"),
+            (["-I"], "argument to '-I' is missing"),
+            (["-Xcompiler"], "argument to '-Xcompiler' is missing")):
+        p = run([opts.kinac, "m.kir", "main.c", "-o", "bad"] + args, cwd=work,
+                env=env, expect=1)
+        check(p.stderr.startswith("kinac: error: ") and needle in p.stderr,
+              f"{args}: unclear error:\n{p.stderr}")
+        check(not os.path.exists(os.path.join(work, "bad")),
+              f"{args}: an output was written")
+    print("link-flags: ok")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("command", choices=[
         "install", "cmake-project", "make-project", "depfile", "determinism",
-        "version", "modules"])
+        "version", "modules", "link-flags"])
     ap.add_argument("--build-dir", required=True)
     ap.add_argument("--source-dir", required=True)
     ap.add_argument("--work", required=True)
