@@ -63,8 +63,21 @@ std::unique_ptr<mlir::Pass> createMatmulKernelPass();
 /// `memref.reinterpret_cast` of its base buffer with row-major strides, as
 /// `expand-strided-metadata` would, which in MLIR 22 crashes when one
 /// reassociation group holds several dynamic dims
-/// (src/lowering/ExpandShape.cpp). Runs before that pass.
+/// (src/lowering/Workarounds.cpp). Runs before that pass.
 std::unique_ptr<mlir::Pass> createExpandShapePass();
+
+/// Replaces each `tensor.collapse_shape` and `tensor.expand_shape` whose
+/// source has a static 0 dim by a `tensor.empty` of its result's sizes: MLIR
+/// 22's bufferization turns a collapse of `?x0` into a memref op its own
+/// verifier rejects (src/lowering/Workarounds.cpp). Runs just before
+/// one-shot bufferization.
+std::unique_ptr<mlir::Pass> createEmptyReshapePass();
+
+/// MLIR's canonicalizer without the arith patterns that fold
+/// `truncf(sitofp x)` into one `sitofp` (a single rounding where Kina's two
+/// casts round twice; src/lowering/Workarounds.cpp). Use it for every
+/// canonicalization of the pipeline.
+std::unique_ptr<mlir::Pass> createCanonicalizerPass();
 
 /// Lowers arith, math, cf, func, memref, vector, index and ub to the LLVM
 /// dialect in one conversion, with allocations going to the runtime function named

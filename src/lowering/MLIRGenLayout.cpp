@@ -3,6 +3,7 @@
 // The layout ops of Kina IR (spec, "Operations", layout and gather rows):
 //  - transpose {perm}: linalg.transpose into a tensor.empty of the permuted
 //    shape (negative perm entries count from the end; default: reversed);
+//    the identity permutation (and rank 0) is the operand itself;
 //  - reshape {shape}: tensor.collapse_shape to 1-D, then
 //    tensor.expand_shape with the sizes built from the static sizes, the
 //    function's symbol values and the one `-1`, which is the element count
@@ -28,6 +29,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
 
 #include <algorithm>
 #include <functional>
@@ -57,6 +60,14 @@ LogicalResult Generator::genTranspose(const Statement &s) {
   }
   if (static_cast<int64_t>(perm.size()) != rank)
     return emitError(s.opLoc) << "internal error: bad permutation";
+  // The identity (also every rank-0 transpose, perm = []) moves nothing: the
+  // result is the operand. linalg.transpose must not see it at rank 0: its
+  // indexing maps are built from a null AffineMap there and MLIR 22's
+  // verifier crashes on them.
+  if (llvm::equal(perm, llvm::seq<int64_t>(0, rank))) {
+    define(s, 0, x.value);
+    return success();
+  }
   SmallVector<Value> dims;
   for (int64_t p : perm)
     dims.push_back(dimOf(loc, x, p));
@@ -237,9 +248,14 @@ LogicalResult Generator::genReshape(const Statement &s) {
       else
         shape.push_back(builder.getIndexAttr(type.getDimSize(i)));
     }
+    // The 1-D form must be dynamic exactly when the result has dynamic dims
+    // (expand_shape's rule), e.g. f64[0, 4] to [N, 0, 2].
     if (!flatType.hasStaticShape() && type.hasStaticShape())
       flat = castTo(loc, flat,
                     RankedTensorType::get({type.getNumElements()}, elem));
+    else if (flatType.hasStaticShape() && !type.hasStaticShape())
+      flat = castTo(loc, flat,
+                    RankedTensorType::get({ShapedType::kDynamic}, elem));
     r = tensor::ExpandShapeOp::create(
         builder, loc, type, flat, ArrayRef<ReassociationIndices>{all}, shape);
   }

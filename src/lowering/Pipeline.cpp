@@ -2,7 +2,9 @@
 //
 // Builds and runs the pass manager described in Pipeline.h. The sequence:
 //
-//   canonicalize, linalg elementwise fusion, cse        (-O1 and above)
+//   canonicalize, linalg elementwise fusion, cse        (-O1 and above;
+//                       canonicalize without truncf(sitofp) folding)
+//   kina-empty-reshape                                  (Workarounds.cpp)
 //   one-shot-bufferize (function boundaries, identity layouts; arguments
 //                       marked non-writable: inputs belong to the caller)
 //   kina-buffer-ownership, kina-entry-points            (Passes.h)
@@ -59,9 +61,9 @@ LogicalResult lowerToLLVMDialect(ModuleOp module, const Module &kinaModule,
     options.instrument(pm);
   bool optimize = options.optLevel > 0;
   if (optimize) {
-    pm.addPass(createCanonicalizerPass());
+    pm.addPass(kina::createCanonicalizerPass());
     pm.addPass(createLinalgElementwiseOpFusionPass());
-    pm.addPass(createCanonicalizerPass());
+    pm.addPass(kina::createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
 
@@ -71,6 +73,7 @@ LogicalResult lowerToLLVMDialect(ModuleOp module, const Module &kinaModule,
       bufferization::LayoutMapOption::IdentityLayoutMap;
   bufferize.unknownTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(createEmptyReshapePass());
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   pm.addPass(createBufferOwnershipPass());
   pm.addPass(
@@ -84,7 +87,7 @@ LogicalResult lowerToLLVMDialect(ModuleOp module, const Module &kinaModule,
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   if (optimize) {
-    pm.addPass(createCanonicalizerPass());
+    pm.addPass(kina::createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
   // bf16 conversions as integer code: LLVM would call __truncsfbf2, which

@@ -36,7 +36,16 @@ import tempfile
 import warnings
 import zlib
 
-import numpy as np
+# NumPy (1.24) computes f64 exp, log, sin, cos, ... with its own AVX-512
+# kernels where the CPU has them, which differ from glibc's libm in the last
+# bit: the cases were generated without them, so turn them off (before NumPy
+# is imported) to regenerate the same bytes on every machine.
+_NO_AVX512 = "AVX512F AVX512CD AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL"
+if os.environ.get("NPY_DISABLE_CPU_FEATURES") != _NO_AVX512:
+    os.environ["NPY_DISABLE_CPU_FEATURES"] = _NO_AVX512
+    os.execv(sys.executable, [sys.executable] + sys.argv)
+
+import numpy as np  # noqa: E402
 
 sys.dont_write_bytecode = True  # nothing written into the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -1903,6 +1912,308 @@ def gen_results():
               group="results")
 
 
+# --- Edge shapes: rank 0, size-0 dims next to dynamic ones, rank 8 ------------
+
+
+def gen_rank0():
+    """Every op at rank 0 where the spec allows it (a rank-0 tensor is a
+    scalar, as NumPy's 0-d arrays)."""
+    g = "rank0"
+    for op, (f, (lo, hi), oracle, tol) in UNARY_FLOAT.items():
+        kop = "gelu" if op == "gelu_tanh" else op
+        attrs = ' {approximate = "tanh"}' if op == "gelu_tanh" else ""
+        name = f"{op}_f32_rank0"
+        x = np.array(rand(rng_of(name), "f32", (1,), lo, hi)[0])
+        S.add(name, op=kop, dtype="f32", params=[("x", "f32", [])],
+              results=[("f32", [])],
+              body=[f"%r = {kop} %x{attrs}", "return %r"], inputs=[x],
+              outputs=[round_float(fcall(f, x), "f32")],
+              oracle=ORACLE[oracle], tolerance=tol, group=g)
+    for dt in ["i64", "i8"]:
+        for op in ["neg", "abs"]:
+            name = f"{op}_{dt}_rank0"
+            x = np.array(int_range(dt)[0])
+            S.add(name, op=op, dtype=dt, params=[("x", dt, [])],
+                  results=[(dt, [])], body=[f"%r = {op} %x", "return %r"],
+                  inputs=[x], outputs=[int_unary(op, x, dt)],
+                  oracle="python-int", group=g)
+    for di, dt in enumerate(NUMERIC):
+        for op in BINARY_OPS:
+            name = f"{op}_{dt}_rank0"
+            a, b = binary_inputs(rng_of(name), op, dt, (1,), (1,))
+            binary_case(name, op, dt, a.reshape(()), [], b.reshape(()), [],
+                        [], g)
+    for op in ["add", "mul", "max", "min"]:
+        binary_case(f"{op}_i1_rank0", op, "i1", np.array(True), [],
+                    np.array(True), [], [], g)
+    name = "add_f32_rank0_literal"
+    binary_case(name, "add", "f32", np.array(1.5), [], np.array(0.1), None,
+                [], g, lit=("right", 0.1))
+    for dt in ["f64", "i32", "bf16"]:
+        for op, f in COMPARE.items():
+            name = f"{op}_{dt}_rank0"
+            S.add(name, op=op, dtype=dt,
+                  params=[("a", dt, []), ("b", dt, [])],
+                  results=[("i1", [])],
+                  body=[f"%r = {op} %a, %b", "return %r"],
+                  inputs=[np.array(2.0 if is_float(dt) else 2),
+                          np.array(-1.5 if is_float(dt) else -1)],
+                  outputs=[f(2, -1)], group=g)
+    for dt in DTYPES:
+        name = f"select_{dt}_rank0"
+        rng = rng_of(name)
+        a, b = rand_any(rng, dt, (1,)).reshape(()), \
+            rand_any(rng, dt, (1,)).reshape(())
+        S.add(name, op="select", dtype=dt,
+              params=[("c", "i1", []), ("a", dt, []), ("b", dt, [])],
+              results=[(dt, [])],
+              body=["%r = select %c, %a, %b", "return %r"],
+              inputs=[np.array(True), a, b], outputs=[a],
+              tolerance="exact", oracle="numpy", group=g)
+        S.add(name + "_false", op="select", dtype=dt,
+              params=[("a", dt, []), ("b", dt, [])], results=[(dt, [])],
+              body=["%r = select false, %a, %b", "return %r"],
+              inputs=[a, b], outputs=[b], tolerance="exact", oracle="numpy",
+              group=g)
+    for src in DTYPES:
+        for dst in DTYPES:
+            if src == dst:
+                continue
+            name = f"cast_{src}_to_{dst}_rank0"
+            x = cast_inputs(rng_of(name), src, (1,)).reshape(())
+            cast_case(name, src, dst, x, [], group=g)
+    for kind, types in REDUCE_TYPES.items():
+        for dt in types:
+            for keep in [False, True]:
+                name = f"reduce_{kind}_{dt}_all_rank0" + ("_keepdims" if keep
+                                                      else "")
+                x = rand_any(rng_of(name), dt, (1,)).reshape(())
+                reduce_case(name, kind, dt, x, [], [], keep, [], group=g)
+    for dt in DTYPES:
+        for attr in [" {perm = []}", ""]:
+            name = f"transpose_{dt}_rank0" + ("_default" if not attr else "")
+            x = rand_any(rng_of(name), dt, (1,)).reshape(())
+            layout_case(name, "transpose", dt, [("x", dt, [])], [x],
+                        [(dt, [])], f"%r = transpose %x{attr}", [x])
+        name = f"slice_{dt}_rank0"
+        x = rand_any(rng_of(name), dt, (1,)).reshape(())
+        layout_case(name, "slice", dt, [("x", dt, [])], [x], [(dt, [])],
+                    "%r = slice %x {start = [], stop = [], step = []}", [x])
+    for tag, dt, target, rdims in [
+            ("same", "f32", [], []), ("infer", "i64", [-1], ["?"]),
+            ("to_3d", "bf16", [1, 1, 1], [1, 1, 1]),
+            ("infer_3d", "f16", [1, -1, 1], [1, "?", 1])]:
+        name = f"reshape_rank0_{tag}_{dt}"
+        x = rand_any(rng_of(name), dt, (1,)).reshape(())
+        layout_case(name, "reshape", dt, [("x", dt, [])], [x], [(dt, rdims)],
+                    f"%r = reshape %x {{shape = {lst(target)}}}",
+                    [x.reshape([1 if t == -1 else t for t in target])])
+    for tag, dt, target in [("same", "i8", []), ("size0", "f32", [0, 3]),
+                            ("rank8", "i32", [1, 2, 1, 2, 1, 2, 1, 2])]:
+        name = f"broadcast_to_rank0_{tag}_{dt}"
+        x = rand_any(rng_of(name), dt, (1,)).reshape(())
+        layout_case(name, "broadcast_to", dt, [("x", dt, [])], [x],
+                    [(dt, target)],
+                    f"%r = broadcast_to %x {{shape = {lst(target)}}}",
+                    [np.broadcast_to(x, target)])
+    # A scalar chain through bf16 (the cast row: each cast rounds once).
+    name = "cast_chain_i64_f32_bf16"
+    x = np.array([3, -7, 2 ** 30 + 2 ** 22 + 1, -(2 ** 62)], dtype=np.int64)
+    S.add(name, op="cast", dtype="i64", params=[("x", "i64", ["?"])],
+          results=[("bf16", ["?"])],
+          body=["%a = cast %x {to = f32}", "%b = cast %a {to = bf16}",
+                "return %b"], inputs=[x],
+          outputs=[round_float(ref_cast(x, "i64", "f32"), "bf16")],
+          tolerance="exact", oracle="spec (numpy-float64, python-int)",
+          group="cast_edges")
+    for src in ["i32", "i8", "i1", "f16"]:
+        name = f"cast_chain_{src}_f32_bf16_rank0"
+        x = np.array(True) if src == "i1" else np.array(-7)
+        S.add(name, op="cast", dtype=src, params=[("x", src, [])],
+              results=[("bf16", [])],
+              body=["%a = cast %x {to = f32}", "%b = cast %a {to = bf16}",
+                    "return %b"], inputs=[x],
+              outputs=[round_float(ref_cast(x, src, "f32"), "bf16")],
+              tolerance="exact", oracle="spec (numpy-float64, python-int)",
+              group="cast_edges")
+
+
+def gen_zero_dims():
+    """Shapes with a static 0 next to dynamic or symbolic dims, also made by
+    slice and broadcast_to, through reshape (no elements to move)."""
+    g = "zero_dims"
+    for tag, dt, shape, dims, target, rdims in [
+            ("sym_zero_flat", "f32", (3, 0), ["N", 0], [-1], ["?"]),
+            ("dyn_zero_flat", "i32", (3, 0), ["?", 0], [-1], ["?"]),
+            ("dyn_zero_keep", "f16", (4, 0, 3, 1), ["N0", 0, 3, 1],
+             ["N0", 0], ["N0", 0]),
+            ("dyn_zero_infer", "bf16", (2, 0, 5), ["?", 0, "?"], [-1, 5],
+             ["?", 5]),
+            ("dyn_zero_to_static", "i8", (2, 0), ["?", 0], [0, 7], [0, 7]),
+            ("zero_to_dyn_zero", "f64", (0, 4), [0, 4], ["N", 0, 2],
+             ["N", 0, 2])]:
+        name = f"reshape_{tag}_{dt}"
+        params = [("x", dt, dims)]
+        x = np.zeros(shape, dtype=bool if dt == "i1" else np.float64
+                     if is_float(dt) else np.int64)
+        inputs = [x]
+        rshape = [0 if t == -1 else t for t in target]
+        if "N" in target:  # bind N by a second argument
+            params.append(("n", "i64", ["N"]))
+            inputs.append(np.array([1, 2, 3], dtype=np.int64))
+            rshape = [3 if t == "N" else t for t in target]
+        elif "N0" in target:
+            rshape = [shape[0] if t == "N0" else t for t in target]
+        S.add(name, op="reshape", dtype=dt, params=params,
+              results=[(dt, rdims)],
+              body=[f"%r = reshape %x {{shape = {lst(target)}}}", "return %r"],
+              inputs=inputs, outputs=[x.reshape(rshape)], tolerance="exact",
+              oracle="numpy", group=g)
+    name = "slice_then_reshape_f32"
+    x = rand(rng_of(name), "f32", (3, 4))
+    S.add(name, op="reshape", dtype="f32", params=[("x", "f32", ["N", 4])],
+          results=[("f32", ["?"])],
+          body=["%s = slice %x {start = [0, 2], stop = [100, 2]}",
+                "%r = reshape %s {shape = [-1]}", "return %r"],
+          inputs=[x], outputs=[x[:, 2:2].reshape(-1)], tolerance="exact",
+          oracle="numpy", group=g)
+    name = "broadcast_to_then_reshape_i64"
+    x = rand_full(rng_of(name), "i64", (3, 1))
+    S.add(name, op="reshape", dtype="i64", params=[("x", "i64", ["N", 1])],
+          results=[("i64", ["?", 2])],
+          body=["%b = broadcast_to %x {shape = [N, 0]}",
+                "%r = reshape %b {shape = [-1, 2]}", "return %r"],
+          inputs=[x], outputs=[np.zeros((0, 2), dtype=np.int64)],
+          tolerance="exact", oracle="numpy", group=g)
+    name = "broadcast_to_sym_zero_f16"
+    x = rand(rng_of(name), "f16", (3, 1))
+    S.add(name, op="broadcast_to", dtype="f16",
+          params=[("x", "f16", ["N", 1])], results=[("f16", ["N", 0])],
+          body=["%r = broadcast_to %x {shape = [N, 0]}", "return %r"],
+          inputs=[x], outputs=[np.zeros((3, 0))], tolerance="exact",
+          oracle="numpy", group=g)
+
+
+RANK8 = (2, 1, 3, 1, 2, 1, 1, 2)
+
+
+def gen_rank8():
+    """The largest rank (8, docs/reliability.md), with size-1 dims that
+    broadcast."""
+    g = "rank8"
+    dims = list(RANK8)
+    ones = [1, 3, 1, 2, 1, 2, 1, 1]  # broadcasts against RANK8
+    out = list(np.broadcast_shapes(RANK8, tuple(ones)))
+    for op, dt in [("add", "f32"), ("mul", "i32"), ("max", "bf16"),
+                   ("div", "f64"), ("min", "i1")]:
+        name = f"{op}_{dt}_rank8"
+        a, b = binary_inputs(rng_of(name), op, dt, RANK8, tuple(ones))
+        binary_case(name, op, dt, a, dims, b, ones, out, g)
+    name = "exp_f16_rank8"
+    x = rand(rng_of(name), "f16", RANK8)
+    S.add(name, op="exp", dtype="f16", params=[("x", "f16", ["?"] * 8)],
+          results=[("f16", ["?"] * 8)], body=["%r = exp %x", "return %r"],
+          inputs=[x], outputs=[round_float(np.exp(x), "f16")], group=g)
+    name = "select_i8_rank8"
+    rng = rng_of(name)
+    c = rand(rng, "i1", tuple(ones))
+    a, b = rand(rng, "i8", RANK8, -50, 50), rand(rng, "i8", (), -50, 50)
+    S.add(name, op="select", dtype="i8",
+          params=[("c", "i1", ones), ("a", "i8", dims), ("b", "i8", [])],
+          results=[("i8", out)], body=["%r = select %c, %a, %b", "return %r"],
+          inputs=[c, a, b], outputs=[np.where(c, a, b)], tolerance="exact",
+          oracle="numpy", group=g)
+    name = "lt_f32_rank8"
+    rng = rng_of(name)
+    a, b = rand(rng, "f32", RANK8), rand(rng, "f32", tuple(ones))
+    S.add(name, op="lt", dtype="f32",
+          params=[("a", "f32", dims), ("b", "f32", ones)],
+          results=[("i1", out)], body=["%r = lt %a, %b", "return %r"],
+          inputs=[a, b], outputs=[a < b], group=g)
+    name = "cast_f32_to_i8_rank8"
+    cast_case(name, "f32", "i8", cast_inputs(rng_of(name), "f32", RANK8),
+              ["?"] * 8, group=g)
+    for kind, dt, axes, keep in [("sum", "f32", [0, 2, 7], False),
+                                 ("max", "i64", [], True),
+                                 ("prod", "f64", [-1, 4], True),
+                                 ("mean", "bf16", [1, 3, 5, 6], False)]:
+        name = f"reduce_{kind}_{dt}_rank8"
+        x = reduce_inputs(rng_of(name), kind, dt, RANK8)
+        ax = [a % 8 for a in axes] if axes else list(range(8))
+        rdims = [1 if i in ax else d for i, d in enumerate(dims)] if keep \
+            else [d for i, d in enumerate(dims) if i not in ax]
+        reduce_case(name, kind, dt, x, dims, axes, keep, rdims, group=g)
+    name = "argmax_f32_rank8"
+    x = round_float(rng_of(name).integers(-2, 3, RANK8) * 1.5, "f32")
+    arg_case(name, "argmax", "f32", x, dims, 2, True,
+             [1 if i == 2 else d for i, d in enumerate(dims)], group=g)
+    name = "softmax_f32_rank8"
+    x = rand(rng_of(name), "f32", RANK8)
+    soft_case(name, "softmax", "f32", x, dims, -1, group=g)
+    name = "layer_norm_f32_rank8"
+    rng = rng_of(name)
+    x = rand(rng, "f32", RANK8, -3, 3)
+    gm, bt = rand(rng, "f32", RANK8[5:], 0.5, 2), \
+        rand(rng, "f32", RANK8[5:], -1, 1)
+    norm_case(name, "layer_norm", "f32", x, dims, gm, bt, dims[5:], 5,
+              group=g)
+    perm = [7, 0, 6, 1, 5, 2, 4, 3]
+    name = "transpose_i32_rank8"
+    x = rand_any(rng_of(name), "i32", RANK8)
+    S.add(name, op="transpose", dtype="i32", params=[("x", "i32", dims)],
+          results=[("i32", [dims[p] for p in perm])],
+          body=[f"%r = transpose %x {{perm = {lst(perm)}}}", "return %r"],
+          inputs=[x], outputs=[np.transpose(x, perm)], tolerance="exact",
+          oracle="numpy", group=g)
+    for tag, dt, target, rdims, rshape in [
+            ("flatten", "f16", [-1], ["?"], (24,)),
+            ("from_flat", "i64", list(RANK8), dims, RANK8)]:
+        name = f"reshape_{tag}_{dt}_rank8"
+        shape = (24,) if tag == "from_flat" else RANK8
+        x = rand_any(rng_of(name), dt, shape)
+        layout_case(name, "reshape", dt,
+                    [("x", dt, ["?"] * len(shape))], [x], [(dt, rdims)],
+                    f"%r = reshape %x {{shape = {lst(target)}}}",
+                    [x.reshape(rshape)])
+    name = "broadcast_to_f32_rank8"
+    x = rand_any(rng_of(name), "f32", tuple(ones))
+    layout_case(name, "broadcast_to", "f32", [("x", "f32", ones)], [x],
+                [("f32", out)], f"%r = broadcast_to %x {{shape = {lst(out)}}}",
+                [np.broadcast_to(x, out)])
+    name = "slice_i8_rank8"
+    x = rand_any(rng_of(name), "i8", RANK8)
+    start, stop, step = [1, 0, -1, 0, 0, 0, 0, 1], [2, 1, -100, 1, 2, 1, 1, 2], \
+        [1, 1, -2, 1, 1, 1, 1, 1]
+    idx = tuple(slice(a, b, c) for a, b, c in zip(start, stop, step))
+    layout_case(name, "slice", "i8", [("x", "i8", dims)], [x],
+                [("i8", slice_dims(RANK8, dims, start, stop, step))],
+                f"%r = slice %x {{start = {lst(start)}, stop = {lst(stop)}, "
+                f"step = {lst(step)}}}", [x[idx]])
+    name = "concat_bf16_rank8"
+    rng = rng_of(name)
+    a, b = rand_any(rng, "bf16", RANK8), rand_any(rng, "bf16", RANK8)
+    layout_case(name, "concat", "bf16", [("a", "bf16", dims),
+                                         ("b", "bf16", ["?"] * 8)], [a, b],
+                [("bf16", dims[:3] + ["?"] + dims[4:])],
+                "%r = concat %a, %b {axis = 3}", [np.concatenate([a, b], 3)])
+    name = "matmul_f32_rank8"
+    rng = rng_of(name)
+    sa, sb = (2, 1, 1, 1, 1, 1, 3, 4), (1, 2, 1, 1, 1, 1, 4, 2)
+    a, b = mm_inputs(rng, "f32", sa, sb)
+    S.add(name, op="matmul", dtype="f32",
+          params=[("a", "f32", list(sa)), ("b", "f32", list(sb))],
+          results=[("f32", [2, 2, 1, 1, 1, 1, 3, 2])],
+          body=["%r = matmul %a, %b", "return %r"], inputs=[a, b],
+          outputs=[matmul_ref(a, b, "f32")], group=g)
+    name = "error_rank9"
+    S.add(name, op="compile_error", dtype="f32",
+          params=[("x", "f32", [])], results=[("f32", [1] * 9)],
+          body=["%r = broadcast_to %x {shape = [1, 1, 1, 1, 1, 1, 1, 1, 1]}",
+                "return %r"], inputs=[],
+          compile_error=(-1, ["rank 9", "maximum rank 8"]),
+          group="compile_error")
+
+
 # --- Compile errors (kinac exits 1 with a located message) -------------------
 
 NEGATIVE = [
@@ -1990,6 +2301,37 @@ NEGATIVE = [
      ["%r = broadcast_to %x {shape = [2, 4]}"], ["'broadcast_to'"]),
     ("gelu_bad_approximate", [("x", "f32", [3])], [("f32", [3])],
      ['%r = gelu %x {approximate = "fast"}'], ["'gelu'", "tanh"]),
+    # Ops that name an axis need one (rank >= 1); NumPy's concatenate and
+    # matmul refuse 0-d arrays too.
+    ("argmax_rank0", [("x", "f32", [])], [("i64", [])],
+     ["%r = argmax %x {axis = 0}"], ["'argmax'", "axis 0", "rank 0"]),
+    ("argmin_rank0", [("x", "i32", [])], [("i64", [])],
+     ["%r = argmin %x {axis = -1}"], ["'argmin'", "axis -1", "rank 0"]),
+    ("softmax_rank0", [("x", "f32", [])], [("f32", [])],
+     ["%r = softmax %x {axis = -1}"], ["'softmax'", "axis -1", "rank 0"]),
+    ("log_softmax_rank0", [("x", "f64", [])], [("f64", [])],
+     ["%r = log_softmax %x {axis = 0}"], ["'log_softmax'", "rank 0"]),
+    ("layer_norm_rank0", [("x", "f32", []), ("g", "f32", []),
+                          ("b", "f32", [])], [("f32", [])],
+     ["%r = layer_norm %x, %g, %b {axis = -1}"], ["'layer_norm'",
+                                                  "rank 0"]),
+    ("rms_norm_rank0", [("x", "f16", []), ("g", "f16", [])], [("f16", [])],
+     ["%r = rms_norm %x, %g {axis = 0}"], ["'rms_norm'", "rank 0"]),
+    ("concat_rank0", [("x", "f32", [])], [("f32", [])],
+     ["%r = concat %x, %x {axis = 0}"], ["'concat'", "rank 0"]),
+    ("gather_rank0_table", [("t", "f32", []), ("i", "i64", [])],
+     [("f32", [])], ["%r = gather %t, %i {axis = 0}"], ["'gather'",
+                                                       "rank 0"]),
+    ("matmul_rank0", [("a", "f32", []), ("b", "f32", [])], [("f32", [])],
+     ["%r = matmul %a, %b"], ["'matmul'", "rank >= 1", "f32[]"]),
+    ("iota_rank0", [], [("i64", [])], ["%r = iota {axis = 0} : i64[]"],
+     ["'iota'", "rank 0"]),
+    ("reduce_axis_rank0", [("x", "f32", [])], [("f32", [])],
+     ["%r = reduce_sum %x {axes = [0]}"], ["'reduce_sum'", "axis 0"]),
+    ("transpose_rank0_perm", [("x", "f32", [])], [("f32", [])],
+     ["%r = transpose %x {perm = [0]}"], ["'transpose'"]),
+    ("slice_rank0_bounds", [("x", "f32", [])], [("f32", [])],
+     ["%r = slice %x {start = [0], stop = [1]}"], ["'slice'"]),
 ]
 
 
@@ -2077,6 +2419,9 @@ def generate():
     gen_results()
     gen_negative()
     gen_status6()
+    gen_rank0()
+    gen_zero_dims()
+    gen_rank8()
 
 
 def main():

@@ -88,10 +88,11 @@ class Case:
     `others` are more (kir, kinac flags) modules compiled to case<k>.o and
     case<k>.h, whose headers the harness includes and whose objects it links
     too. `reject_ok` is a regex: kinac may instead refuse the module (exit 1)
-    with a diagnostic matching it, which also passes."""
+    with a diagnostic matching it, which also passes. `undefined_ok` is a
+    regex that every undefined symbol of every object (`nm -u`) must match."""
 
     def __init__(self, kir, fn, runs, results=None, exported=(), hidden=(),
-                 prefix="", others=(), reject_ok=None):
+                 prefix="", others=(), reject_ok=None, undefined_ok=None):
         self.kir = kir
         self.fn = fn
         self.runs = runs
@@ -100,6 +101,7 @@ class Case:
         self.prefix = prefix
         self.others = list(others)
         self.reject_ok = reject_ok
+        self.undefined_ok = undefined_ok
         if results is None:
             ok = [r for r in runs if r.status == 0]
             results = [(kir_type(e), e.ndim) for e in ok[0].expected]
@@ -880,7 +882,7 @@ def _(rng):
 @case("reshape_symbolic_dims")
 def _(rng):
     # Several symbolic dims in one reshape group (MLIR 22's
-    # expand-strided-metadata crashed on these; src/lowering/ExpandShape.cpp).
+    # expand-strided-metadata crashed on these; src/lowering/Workarounds.cpp).
     kir = ("func @f(%x: f32[B, T, 8], %y: f32[N, M]) -> "
            "(f32[B, T, 2, 4], f32[B, T, 8], f32[N, M], f32[?, 4]) {\n"
            "  %s = reshape %x {shape = [B, T, 2, 4]}\n"
@@ -895,6 +897,100 @@ def _(rng):
         runs.append(Run([x, y], [x.reshape(bsz, t, 2, 4), x, y,
                                  x.reshape(-1, 4)]))
     return Case(kir, "f", runs)
+
+
+CAST_TYPES = ["f64", "f32", "f16", "bf16", "i64", "i32", "i8", "i1"]
+# What an object may leave undefined: the runtime's symbols, and the f16
+# conversions of libgcc 12 (Debian 12's libgcc has no bf16 ones, such as
+# __truncsfbf2: no bf16 conversion may reach LLVM as a libcall).
+RUNTIME_AND_LIBGCC = (r"kina_rt_\w+|_mlir_ciface_runtime_\w+|runtime_\w+|"
+                      r"__extendhf[sd]f2|__trunc[sd]fhf2")
+
+
+@case("cast_no_libcalls")
+def _(rng):
+    # Every chain of two casts between all element types, as one module per
+    # optimisation level (folding across the pair used to leave an
+    # integer -> bf16 sitofp, or f16 -> bf16 at -O0, which LLVM lowers with
+    # __truncsfbf2): every object must link and need no other symbols.
+    chains = []
+    for a in CAST_TYPES:
+        for m in CAST_TYPES:
+            for b in CAST_TYPES:
+                chains.append(f"func @c_{a}_{m}_{b}(%x: {a}[?]) -> {b}[?] {{\n"
+                              f"  %m = cast %x {{to = {m}}}\n"
+                              f"  %r = cast %m {{to = {b}}}\n"
+                              "  return %r\n}\n")
+    module = "\n".join(chains)
+    kir = ("func @f(%x: i64[?]) -> f32[?] {\n"
+           "  %a = cast %x {to = f32}\n  %b = cast %a {to = bf16}\n"
+           "  %c = cast %b {to = f32}\n  return %c\n}\n")
+    x = np.array([3, -7], dtype=np.int64)
+    return Case(kir, "f", [Run([x], [np.array([3, -7], np.float32)])],
+                others=[(module, [f"-O{o}", f"--symbol-prefix=o{o}_"])
+                        for o in (0, 2)],
+                undefined_ok=RUNTIME_AND_LIBGCC)
+
+
+def _round_to_bits(v, bits):
+    """v (a Python int or float) rounded to `bits` significant bits, to
+    nearest, ties to even (exact, with Python integers and fractions)."""
+    from fractions import Fraction
+    v = Fraction(v)
+    if v == 0:
+        return v
+    sign = -1 if v < 0 else 1
+    v = abs(v)
+    e = v.numerator.bit_length() - v.denominator.bit_length()
+    while Fraction(2) ** e > v:
+        e -= 1
+    while Fraction(2) ** (e + 1) <= v:
+        e += 1
+    ulp = Fraction(2) ** (e - bits + 1)
+    q, r = divmod(v, ulp)
+    if r * 2 > ulp or (r * 2 == ulp and q % 2 == 1):
+        q += 1
+    return sign * q * ulp
+
+
+@case("cast_chain_rounds_twice")
+def _(rng):
+    # Each cast rounds (spec, cast row): i -> f32 -> bf16 rounds at 24 bits,
+    # then at 8, and i64 -> f64 -> f32 at 53, then 24. MLIR's canonicalizer
+    # folded each pair into one conversion that rounds once (different for
+    # 2^30 + 2^22 + 1 and 2^60 + 2^36 + 1), at -O1 and above.
+    kir = ("func @f(%x: i64[?], %y: i32[?], %z: i8[?], %w: i1[?]) -> "
+           "(f32[?], f32[?], f32[?], f32[?], f32[?]) {\n"
+           "  %a = cast %x {to = f32}\n  %b = cast %a {to = bf16}\n"
+           "  %r0 = cast %b {to = f32}\n"
+           "  %c = cast %y {to = f32}\n  %d = cast %c {to = bf16}\n"
+           "  %r1 = cast %d {to = f32}\n"
+           "  %e = cast %x {to = f64}\n  %r2 = cast %e {to = f32}\n"
+           "  %g = cast %z {to = f32}\n  %h = cast %g {to = bf16}\n"
+           "  %r3 = cast %h {to = f32}\n"
+           "  %i = cast %w {to = f32}\n  %j = cast %i {to = bf16}\n"
+           "  %r4 = cast %j {to = f32}\n"
+           "  return %r0, %r1, %r2, %r3, %r4\n}\n")
+    xs = [3, -7, 2**30 + 2**22 + 1, -(2**30 + 2**22 + 1), 2**60 + 2**36 + 1,
+          -(2**62 + 2**38 + 1), 2**63 - 1, -2**63, 0, 255]
+    ys = [3, -7, 2**30 + 2**22 + 1, -(2**30 + 2**22 + 1), 2**31 - 1, -2**31,
+          16777217, 0, 1, -1]
+    zs = [3, -7, 127, -128, 0, 1]
+    ws = [True, False, True]
+
+    def twice(v, first, second):
+        return float(_round_to_bits(_round_to_bits(v, first), second))
+    x = np.array(xs, np.int64)
+    y = np.array(ys, np.int32)
+    z = np.array(zs, np.int8)
+    w = np.array(ws, np.bool_)
+    out = [np.array([twice(v, 24, 8) for v in xs], np.float32),
+           np.array([twice(v, 24, 8) for v in ys], np.float32),
+           np.array([twice(v, 53, 24) for v in xs], np.float32),
+           np.array([twice(v, 24, 8) for v in zs], np.float32),
+           np.array([float(v) for v in ws], np.float32)]
+    return Case(kir, "f", [Run([x, y, z, w], out, tol={k: 0.0 for k in
+                                                       range(5)})])
 
 
 @case("large_elementwise_broadcast")
@@ -1333,6 +1429,13 @@ def read_output(run_dir, j, dtype, rank):
         .reshape(fields[1:])
 
 
+def symbols_undefined(obj):
+    p = subprocess.run(["nm", "-u", obj], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise Failure(f"nm failed on {obj}: {p.stderr.strip()}")
+    return {line.split()[-1] for line in p.stdout.splitlines() if line.strip()}
+
+
 def symbols_defined(obj):
     p = subprocess.run(["nm", "-g", "--defined-only", obj],
                        capture_output=True, text=True)
@@ -1370,6 +1473,13 @@ def run_case(name, builder, opts):
         run_tool([opts.kinac, stem + ".kir", "--emit=header", "-o",
                   stem + ".h"] + flags, work, "kinac --emit=header", 300)
         objects.append(stem + ".o")
+    if c.undefined_ok:
+        for obj in objects:
+            bad = sorted(u for u in symbols_undefined(os.path.join(work, obj))
+                         if not re.fullmatch(c.undefined_ok, u))
+            if bad:
+                raise Failure(f"{obj} needs {', '.join(bad)}: not the "
+                              f"runtime's, nor a libgcc 12 helper")
     if c.exported or c.hidden:
         syms = symbols_defined(os.path.join(work, "case.o"))
         for s in c.exported:
