@@ -1,7 +1,7 @@
 //===- Frontend.h - Lexing, parsing, semantic analysis, canonical text ----===//
 //
 // The front end of kinac: turns the text of a `.kir` file into a checked
-// `kina::Module` (AST.h), following shared/spec/kina-ir.md version 0.
+// `kina::Module` (AST.h), following docs/language.md (version 0).
 // Diagnostics are not printed here: they are emitted with `mlir::emitError`
 // at `FileLineColLoc`s, so whichever handler the driver installs (clang-style
 // text with the source line and a caret, or JSON) reports them. Several

@@ -1,6 +1,6 @@
 //===- Parser.cpp - Kina IR text to the syntax tree -----------------------===//
 //
-// A recursive-descent parser for the grammar of shared/spec/kina-ir.md
+// A recursive-descent parser for the grammar of docs/language.md
 // ("Module and functions"), building the AST of AST.h with a FileLineColLoc
 // on every node:
 //

@@ -1,6 +1,6 @@
 //===- Sema.cpp - Name resolution and type/shape inference of Kina IR -----===//
 //
-// Semantic analysis of a parsed module (spec: shared/spec/kina-ir.md,
+// Semantic analysis of a parsed module (docs/language.md,
 // "Module and functions", "Operations"): function-level checks (duplicate
 // names, collisions with the runtime's C symbols, recursion), then, per
 // function, name resolution and the inference of every statement's result
