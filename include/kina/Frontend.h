@@ -27,7 +27,7 @@
 
 namespace kina {
 
-/// Documented limits of the front end (docs/limits.md). Input beyond any of
+/// Documented limits of the front end (docs/reliability.md). Input beyond any of
 /// them is a located error, never a crash, a stack overflow or an unbounded
 /// run; they are far above what a real model needs. The maximum rank, 8
 /// (abi.h's KINA_MAX_RANK), is `kMaxRank` in Shapes.h; a tensor type whose
