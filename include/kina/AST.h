@@ -1,6 +1,6 @@
 //===- AST.h - The syntax tree of a Kina IR module ------------------------===//
 //
-// The in-memory form of a `.kir` file (spec: shared/spec/kina-ir.md). The
+// The in-memory form of a `.kir` file (docs/language.md). The
 // parser (Parser.h) builds it; semantic analysis (Sema.h) fills in every
 // statement's inferred result types and the element type of every literal
 // operand; the canonical printer (Printer.h) and the MLIR generator

@@ -1,7 +1,7 @@
 //===- Frontend.h - Lexing, parsing, semantic analysis, canonical text ----===//
 //
 // The front end of kinac: turns the text of a `.kir` file into a checked
-// `kina::Module` (AST.h), following shared/spec/kina-ir.md version 0.
+// `kina::Module` (AST.h), following docs/language.md (version 0).
 // Diagnostics are not printed here: they are emitted with `mlir::emitError`
 // at `FileLineColLoc`s, so whichever handler the driver installs (clang-style
 // text with the source line and a caret, or JSON) reports them. Several
@@ -16,15 +16,18 @@
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/LLVM.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace kina {
 
-/// Documented limits of the front end (docs/limits.md). Input beyond any of
+/// Documented limits of the front end (docs/reliability.md). Input beyond any of
 /// them is a located error, never a crash, a stack overflow or an unbounded
 /// run; they are far above what a real model needs. The maximum rank, 8
 /// (abi.h's KINA_MAX_RANK), is `kMaxRank` in Shapes.h; a tensor type whose
@@ -52,6 +55,24 @@ inline constexpr size_t kMaxFunctionsPerModule = 1000;
 /// names or operands of a statement, values of a `return`.
 inline constexpr size_t kMaxListLength = 4096;
 } // namespace limits
+
+/// The optimal string alignment distance between `a` and `b`: the fewest
+/// insertions, deletions, replacements and swaps of two adjacent characters
+/// that turn one into the other (`f23` -> `f32` is 1, `gleu` -> `gelu` 1).
+size_t typoDistance(llvm::StringRef a, llvm::StringRef b);
+
+/// Typo correction for a diagnostic's "did you mean ...?": the candidate
+/// nearest to `typo` by typoDistance, if it is close enough to be what was
+/// meant: at most max(1, len/3) edits for a `typo` of len characters, and
+/// fewer than len (so `q` is not corrected to `x`). Ties go to the
+/// alphabetically first candidate, so the suggestion is deterministic. A
+/// candidate equal to `typo` is skipped. std::nullopt when none is close.
+std::optional<std::string>
+suggestName(llvm::StringRef typo, llvm::ArrayRef<llvm::StringRef> candidates);
+
+/// The spellings of all element types (`f64` ... `i1`, AST.h's order), the
+/// candidates for correcting a misspelt one.
+llvm::ArrayRef<llvm::StringRef> elementTypeSpellings();
 
 /// Parses the whole of `source` (the text of `filename`) into a Module.
 /// Locations use `filename` as written. Lexical errors (bad bytes, invalid

@@ -1,6 +1,6 @@
 //===- Shapes.h - Shape rules shared by semantic analysis and lowering ----===//
 //
-// The pure shape arithmetic of Kina IR (spec: shared/spec/kina-ir.md,
+// The pure shape arithmetic of Kina IR (docs/language.md,
 // "Operations"): NumPy broadcasting of dims, the merge of dims that must be
 // equal, axis normalisation and Python slice bounds. Sema (type inference)
 // and the MLIR generator (run-time checks, static sizes) both use these so

@@ -3,8 +3,8 @@
  * The one definition of the C interface shared by libkina_runtime.a, the
  * code kinac generates, and the headers `kinac --emit=header` writes (which
  * embed this file's text verbatim, so a generated header is
- * self-contained). Normative sources: shared/seeds/abi-specification.txt and
- * the "ABI" section of shared/spec/kina-ir.md. C99 and C++ compatible. Every
+ * self-contained). Described in full in the "ABI" section of the language
+ * reference, docs/language.md. C99 and C++ compatible. Every
  * block sits behind one shared include guard, so this header, kina/runtime.h
  * and any number of generated headers can be included together.
  *

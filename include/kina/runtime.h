@@ -4,8 +4,8 @@
  * codes, descriptors, allocation and freeing) plus registry introspection for
  * users and tests checking for leaks, and the small support functions that
  * kinac-generated `kina_<fn>` entry points call to record and report errors.
- * Normative sources: shared/seeds/abi-specification.txt and the "ABI"
- * section of shared/spec/kina-ir.md. C99 and C++ compatible; every function
+ * Described in the "ABI" section of the language reference,
+ * docs/language.md. C99 and C++ compatible; every function
  * is thread-safe and never lets a C++ exception or an abort cross the C
  * boundary (a guard turns them into status 5, a std::bad_alloc into 2).
  *

@@ -3,7 +3,7 @@
 // The small helpers declared in AST.h: spelling and parsing of element types,
 // their sizes, the Kina IR spelling of a tensor type, and lookups of an
 // attribute in a statement and of a function in a module. The spellings are
-// the spec's "Types" section (shared/spec/kina-ir.md).
+// the spec's "Types" section (docs/language.md).
 //
 //===----------------------------------------------------------------------===//
 #include "kina/AST.h"

@@ -3,7 +3,7 @@
 // The lexer of the front end (private to src/frontend; the unit tests use it
 // too). It turns the bytes of a `.kir` file into tokens with exact 1-based
 // line and byte columns, following the spec's "Lexical" section
-// (shared/spec/kina-ir.md): `#` and `//` comments, identifiers, `%values`,
+// (docs/language.md): `#` and `//` comments, identifiers, `%values`,
 // `@functions`, integers, floats (`1.5`, `-2e-3`, `inf`, `-inf`, `nan`),
 // strings and punctuation. The file must be UTF-8: invalid UTF-8 anywhere,
 // control characters (NUL, ...) and non-ASCII characters outside comments

@@ -1,6 +1,6 @@
 //===- Parser.cpp - Kina IR text to the syntax tree -----------------------===//
 //
-// A recursive-descent parser for the grammar of shared/spec/kina-ir.md
+// A recursive-descent parser for the grammar of docs/language.md
 // ("Module and functions"), building the AST of AST.h with a FileLineColLoc
 // on every node:
 //
@@ -417,10 +417,21 @@ bool Parser::parseType(TensorType &type, const char *context) {
   std::optional<ElementType> et;
   if (tok.is(TokenKind::Identifier) && !atLineBreak())
     et = parseElementType(tok.spelling);
-  if (!et)
+  if (!et) {
+    // A misspelt element type (`f23`) gets clang's typo correction.
+    if (tok.is(TokenKind::Identifier) && !atLineBreak() && !stopping()) {
+      if (std::optional<std::string> s =
+              suggestName(tok.spelling, elementTypeSpellings())) {
+        errorAt(typeLoc) << "unknown element type '" << tok.spelling
+                         << "' in the " << context << "; did you mean '" << *s
+                         << "'?";
+        return false;
+      }
+    }
     return syntaxError(llvm::Twine("an element type (f64, f32, f16, bf16, "
                                    "i64, i32, i8, i1) for the ") +
                        context);
+  }
   type.elementType = *et;
   type.dims.clear();
   consume();

@@ -1,13 +1,17 @@
 //===- Sema.cpp - Name resolution and type/shape inference of Kina IR -----===//
 //
-// Semantic analysis of a parsed module (spec: shared/spec/kina-ir.md,
+// Semantic analysis of a parsed module (docs/language.md,
 // "Module and functions", "Operations"): function-level checks (duplicate
 // names, collisions with the runtime's C symbols, recursion), then, per
 // function, name resolution and the inference of every statement's result
 // types with NumPy broadcasting over static, `?` and symbolic dims
 // (Shapes.h). Every error is a located diagnostic; analysis goes on after
 // one, and a value whose statement failed gets no type, so that later uses
-// of it do not report again.
+// of it do not report again. An unknown name (operation, attribute, gelu's
+// `approximate`, element type, %value, @callee, shape dim) gets clang's
+// "; did you mean 'x'?" (suggestName in Frontend.h); a wrong type at
+// `return` or in a call argument gets a note at the definition of the
+// value or at the callee's parameter (docs/diagnostics.md).
 //
 // Choices where the spec is silent (also in docs/):
 //  - Annotations and declared result types: the element type and rank must
@@ -165,7 +169,7 @@ struct OpInfo {
   std::vector<AttrSpec> attrs;
 };
 
-const OpInfo *lookupOp(const std::string &name) {
+const std::map<std::string, OpInfo> &opTable() {
   static const std::map<std::string, OpInfo> table = [] {
     std::map<std::string, OpInfo> t;
     for (const char *op : {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid",
@@ -214,8 +218,34 @@ const OpInfo *lookupOp(const std::string &name) {
     t["call"] = {Family::Call, {}};
     return t;
   }();
+  return table;
+}
+
+const OpInfo *lookupOp(const std::string &name) {
+  const std::map<std::string, OpInfo> &table = opTable();
   auto it = table.find(name);
   return it == table.end() ? nullptr : &it->second;
+}
+
+/// `; did you mean 'PREFIX<name>'?` for the candidate nearest to `typo`
+/// (suggestName), or "" when none is close. `quote` encloses the
+/// suggestion (`'` for names, `"` for string values).
+std::string didYouMean(llvm::StringRef typo,
+                       llvm::ArrayRef<llvm::StringRef> candidates,
+                       llvm::StringRef prefix = "", char quote = '\'') {
+  std::optional<std::string> s = suggestName(typo, candidates);
+  if (!s)
+    return "";
+  return "; did you mean " + std::string(1, quote) + prefix.str() + *s +
+         std::string(1, quote) + "?";
+}
+
+/// The names of the operations of the op table, for typo correction.
+std::vector<llvm::StringRef> opNames() {
+  std::vector<llvm::StringRef> names;
+  for (const auto &entry : opTable())
+    names.push_back(entry.first);
+  return names;
 }
 
 const char *describeKind(AttrKind k) {
@@ -417,6 +447,7 @@ private:
   void checkReturn();
   void define(const std::string &name, mlir::Location loc, MaybeType type);
   bool resolveValues(Statement &st);
+  std::string suggestValue(llvm::StringRef name) const;
 
   // Statement level (st is the current statement).
   std::optional<Types> infer(Statement &st, const OpInfo &info);
@@ -613,6 +644,15 @@ void Sema::analyzeFunction(Function &f) {
   checkReturn();
 }
 
+/// "; did you mean '%v'?" for the value defined so far (parameters
+/// included) nearest to the undefined `name`, or "".
+std::string Sema::suggestValue(llvm::StringRef name) const {
+  std::vector<llvm::StringRef> defined;
+  for (const auto &entry : values)
+    defined.push_back(entry.getKey());
+  return didYouMean(name, defined, "%");
+}
+
 bool Sema::resolveValues(Statement &st) {
   bool ok = true;
   for (Operand &o : st.operands) {
@@ -626,7 +666,8 @@ bool Sema::resolveValues(Statement &st) {
         d << "use of %" << o.name << " before its definition";
         d.attachNote(later->second) << "%" << o.name << " is defined here";
       } else {
-        error(o.loc) << "use of undefined value %" << o.name;
+        error(o.loc) << "use of undefined value %" << o.name
+                     << suggestValue(o.name);
       }
       ok = false;
       continue;
@@ -668,7 +709,8 @@ void Sema::analyzeStatement(Statement &st) {
   const OpInfo *info = lookupOp(st.op);
   if (!info) {
     resolveValues(st);
-    error(st.opLoc) << "unknown operation '" << st.op << "'";
+    error(st.opLoc) << "unknown operation '" << st.op << "'"
+                    << didYouMean(st.op, opNames());
   } else {
     types = infer(st, *info);
   }
@@ -750,7 +792,8 @@ void Sema::checkReturn() {
   for (Operand &o : f.returns) {
     auto it = values.find(o.name);
     if (it == values.end()) {
-      error(o.loc) << "use of undefined value %" << o.name << " in 'return'";
+      error(o.loc) << "use of undefined value %" << o.name << " in 'return'"
+                   << suggestValue(o.name);
       ok = false;
     } else if (!it->second.type) {
       ok = false;
@@ -769,11 +812,15 @@ void Sema::checkReturn() {
     return;
   for (size_t i = 0; i < f.returns.size(); ++i) {
     TensorType merged;
-    if (!compatible(*f.returns[i].type, f.results[i], merged))
-      error(f.returns[i].loc)
-          << "return value %" << f.returns[i].name << " has type "
-          << f.returns[i].type->str() << ", but @" << f.name
-          << " declares result " << i << " as " << f.results[i].str();
+    if (!compatible(*f.returns[i].type, f.results[i], merged)) {
+      const Operand &r = f.returns[i];
+      mlir::InFlightDiagnostic d = error(r.loc);
+      d << "return value %" << r.name << " has type " << r.type->str()
+        << ", but @" << f.name << " declares result " << i + 1 << " as "
+        << f.results[i].str();
+      d.attachNote(values.find(r.name)->second.loc)
+          << "%" << r.name << " defined here with type " << r.type->str();
+    }
   }
 }
 
@@ -793,7 +840,13 @@ bool Sema::checkAttributes(Statement &st, const OpInfo &info) {
     if (!spec) {
       mlir::InFlightDiagnostic d = error(a.loc);
       d << "unknown attribute '" << a.name << "' for '" << st.op << "'";
-      if (info.attrs.empty()) {
+      std::vector<llvm::StringRef> known;
+      for (const AttrSpec &s : info.attrs)
+        known.push_back(s.name);
+      std::string suggestion = didYouMean(a.name, known);
+      if (!suggestion.empty()) {
+        d << suggestion;
+      } else if (info.attrs.empty()) {
         d << " (it takes no attributes)";
       } else {
         d << " (expected ";
@@ -812,9 +865,12 @@ bool Sema::checkAttributes(Statement &st, const OpInfo &info) {
             found = "a list holding " + describeValue(e);
             break;
           }
+      std::string suggestion;
+      if (spec->kind == AttrKind::Type && a.value.kind == AttrValue::Symbol)
+        suggestion = didYouMean(a.value.stringValue, elementTypeSpellings());
       error(a.value.loc) << "attribute '" << a.name << "' of '" << st.op
                          << "' must be " << describeKind(spec->kind)
-                         << ", found " << found;
+                         << ", found " << found << suggestion;
       ok = false;
     }
   }
@@ -1086,9 +1142,11 @@ MaybeType Sema::inferUnary(Statement &st, Family family) {
   if (st.op == "gelu") {
     if (const Attribute *a = st.attr("approximate")) {
       if (a->value.stringValue != "none" && a->value.stringValue != "tanh") {
-        error(a->value.loc) << "'gelu' approximate must be \"none\" or "
-                               "\"tanh\", found "
-                            << quoteString(a->value.stringValue);
+        error(a->value.loc)
+            << "'gelu' approximate must be \"none\" or "
+               "\"tanh\", found "
+            << quoteString(a->value.stringValue)
+            << didYouMean(a->value.stringValue, {"none", "tanh"}, "", '"');
         return std::nullopt;
       }
     } else {
@@ -1383,9 +1441,12 @@ bool Sema::checkShapeList(Statement &st, bool allowMinusOne) {
   for (const AttrValue &e : a->value.elements) {
     if (e.kind == AttrValue::Symbol) {
       if (!paramSymbols.contains(e.stringValue)) {
+        std::vector<llvm::StringRef> dims;
+        for (const auto &entry : paramSymbols)
+          dims.push_back(entry.getKey());
         error(e.loc) << "'" << st.op << "' shape uses '" << e.stringValue
                      << "', which is not a symbolic dim of @" << fn->name
-                     << "'s parameters";
+                     << "'s parameters" << didYouMean(e.stringValue, dims);
         return false;
       }
       continue;
@@ -1776,7 +1837,11 @@ MaybeType Sema::inferNorm(Statement &st, bool layerNorm) {
 std::optional<Types> Sema::inferCall(Statement &st) {
   const Function *callee = module.lookup(st.callee);
   if (!callee) {
-    error(st.opLoc) << "call of undefined function @" << st.callee;
+    std::vector<llvm::StringRef> functions;
+    for (const Function &f : module.functions)
+      functions.push_back(f.name);
+    error(st.opLoc) << "call of undefined function @" << st.callee
+                    << didYouMean(st.callee, functions, "@");
     return std::nullopt;
   }
   if (st.operands.size() != callee->params.size()) {
@@ -1819,9 +1884,12 @@ std::optional<Types> Sema::inferCall(Statement &st) {
       }
     }
     if (!match) {
-      error(o.loc) << "argument " << i + 1 << " of the call of @" << st.callee
-                   << " has type " << a.str() << ", but the parameter %"
-                   << p.name << " has type " << p.type.str() << why;
+      mlir::InFlightDiagnostic d = error(o.loc);
+      d << "argument " << i + 1 << " of the call of @" << st.callee
+        << " has type " << a.str() << ", but the parameter %" << p.name
+        << " has type " << p.type.str() << why;
+      d.attachNote(p.loc) << "parameter %" << p.name << " of @" << st.callee
+                          << " declared here with type " << p.type.str();
       ok = false;
     }
   }

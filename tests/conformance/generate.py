@@ -10,7 +10,7 @@ inputs; the oracle that computed the outputs). Inputs are random, drawn
 fresh for every case from `numpy.random.default_rng(seed)` with the seed
 recorded in case.json (never all zeros), plus edge values (NaN, +-inf, -0.0,
 subnormals, the largest finite values, 1e4 magnitudes, integer bounds).
-Expected outputs follow the spec (shared/spec/kina-ir.md, "Operations"):
+Expected outputs follow the language reference (docs/language.md, "Operations"):
 float results are computed in float64 from the exact input values and then
 rounded once to the result type (kina_values.round_float, to nearest, ties
 to even); integer results with Python integers, wrapped to the type. The

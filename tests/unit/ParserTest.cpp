@@ -231,8 +231,8 @@ func @g(%x: f33) -> f32 {
             "found 'relu'\n"
             "t.kir:5:21: error: expected '=' after attribute 'axis', found "
             "'1'\n"
-            "t.kir:9:13: error: expected an element type (f64, f32, f16, "
-            "bf16, i64, i32, i8, i1) for the parameter type, found 'f33'\n"
+            "t.kir:9:13: error: unknown element type 'f33' in the parameter "
+            "type; did you mean 'f32'?\n"
             "t.kir:11:13: error: expected a %value in 'return', found end of "
             "line\n");
 }

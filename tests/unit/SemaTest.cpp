@@ -478,7 +478,10 @@ TEST_F(SemaTest, AttributeErrors) {
             "error: unknown attribute 'axis' for 'relu' (it takes no "
             "attributes)");
   EXPECT_EQ(typeOf("%x: f32[4]", "%r = softmax %x {axes = 0}", "%r"),
-            "error: unknown attribute 'axes' for 'softmax' (expected 'axis')");
+            "error: unknown attribute 'axes' for 'softmax'; did you mean "
+            "'axis'?");
+  EXPECT_EQ(typeOf("%x: f32[4]", "%r = softmax %x {dim = 0}", "%r"),
+            "error: unknown attribute 'dim' for 'softmax' (expected 'axis')");
   EXPECT_EQ(typeOf("%x: f32[4]", "%r = softmax %x {axis = \"last\"}", "%r"),
             "error: attribute 'axis' of 'softmax' must be an integer, found "
             "the string \"last\"");
@@ -582,7 +585,8 @@ func @h(%x: f32[?]) -> f32[4] {
 )"));
   EXPECT_EQ(allDiags(),
             "t.kir:2:10: error: return value %x has type f32[N], but @f "
-            "declares result 0 as f32[4]\n"
+            "declares result 1 as f32[4]\n"
+            "t.kir:1:9: note: %x defined here with type f32[N]\n"
             "t.kir:5:3: error: 'return' gives 1 value, but @g returns 2 "
             "values\n");
 }
@@ -631,8 +635,12 @@ func @f(%a: f32[3], %b: f32[4], %i: i32[3]) -> f32[3] {
             "t.kir:6:20: error: argument 2 of the call of @g has type f32[4], "
             "but the parameter %y has type f32[K] (symbolic dim K would be "
             "both 3 and 4)\n"
+            "t.kir:1:21: note: parameter %y of @g declared here with type "
+            "f32[K]\n"
             "t.kir:7:20: error: argument 2 of the call of @g has type i32[3], "
             "but the parameter %y has type f32[K]\n"
+            "t.kir:1:21: note: parameter %y of @g declared here with type "
+            "f32[K]\n"
             "t.kir:8:8: error: call of undefined function @nope\n"
             "t.kir:9:25: error: unknown attribute 'axis' for 'call' (it takes "
             "no attributes)\n"
