@@ -252,7 +252,7 @@ def fsum(x, axes, dt, c, keep=False):
         if c.low and dt != "f64":
             moved = np.moveaxis(x.astype(np.float32), axes,
                                 range(x.ndim - len(axes), x.ndim))
-            flat = moved.reshape(moved.shape[:x.ndim - len(axes)] + (-1,))
+            flat = moved.reshape(moved.shape[:x.ndim - len(axes)] + (n,))
             s = (np.cumsum(flat, axis=-1, dtype=np.float32)[..., -1]
                  if n else np.zeros(flat.shape[:-1], np.float32))
             s = s.astype(np.float64)
