@@ -67,9 +67,15 @@ TOLERANCE = {"f64": 1e-12, "f32": 1e-5, "f16": 1e-3, "bf16": 8e-3}
 TIMEOUT = 120
 
 
+MEMORY_LIMIT = 4 << 30  # bytes of address space for kinac and kina-run
+
+
 def no_core():
-    # A crashing kinac would otherwise spend seconds writing a core file.
+    # A crashing kinac would otherwise spend seconds writing a core file;
+    # a compile that runs away with memory (it happened) must not take
+    # the machine with it.
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
 def run(cmd, timeout=TIMEOUT):
@@ -290,8 +296,9 @@ def mutate(prog, rng):
         kinds.append("axis")
     if s.op == "slice":
         kinds.append("step0")
-    if s.op in kgen.BINARY and vals:
-        kinds.append("mixed")
+    if (s.op in kgen.BINARY or s.op in kgen.COMPARE) and len(vals) == 2 \
+            and vals[0] != vals[1]:
+        kinds.append("mixed")  # the other %value keeps the element type
     if s.op == "cast":
         kinds.append("cast_to")
     if s.op in ("reduce_mean", "softmax", "exp", "log", "tanh", "sin") :
@@ -325,7 +332,7 @@ def mutate(prog, rng):
         dt0 = infos[vals[0]].dt
         pn = "mutant_param"
         dt1 = [d for d in kgen.DTYPES if d != dt0][int(rng.integers(7))]
-        m.args = [a if a != vals[0] else pn for a in m.args]
+        m.args[m.args.index(vals[0])] = pn
         extra = (pn, dt1, tuple(infos[vals[0]].dims))
     elif kind == "cast_to":
         m.attrs["to"] = DT("f33")
