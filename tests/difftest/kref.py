@@ -24,8 +24,8 @@ are correctly rounded in every float type: f16 and bf16 computed in f32
 and rounded again have no double-rounding error because 24 >= 2p + 2) are
 never perturbed. `compare` (difftest.py) skips output elements whose value
 differs between the modes in kind (NaN, infinity, integer or i1 value) and
-allows finite floats twice the largest deviation between the modes on top
-of the docs/tolerances.md class. Raises RefError for what the spec makes a
+allows a finite float the larger of its docs/tolerances.md class's
+tolerance and twice the largest deviation between the modes. Raises RefError for what the spec makes a
 run-time Validation Error that depends on values (a gather index outside
 [-n, n)).
 """
