@@ -293,9 +293,9 @@ def mutate(prog, rng):
         kinds += ["undefined", "later"]
     if s.op not in ("constant", "iota", "call"):
         kinds += ["annot_dt", "unknown_attr"]
-    if "axis" in s.attrs or s.op in ("softmax", "log_softmax", "argmax",
-                                     "argmin", "concat", "gather"):
-        kinds.append("axis")
+    if s.op != "iota" and ("axis" in s.attrs or s.op in ("softmax", "log_softmax", "argmax",
+                                     "argmin", "concat", "gather")):
+        kinds.append("axis")  # (iota's rank is its annotation's)
     if s.op == "slice":
         kinds.append("step0")
     if (s.op in kgen.BINARY or s.op in kgen.COMPARE) and len(vals) == 2 \
