@@ -6,12 +6,14 @@
 // ranked descriptor carries the sizes, check them (rank 0..KINA_MAX_RANK,
 // sizes >= 0, element_size > 0, no 64-bit overflow: status 1 before any
 // allocation), allocate product(sizes) * element_size bytes (host: 64-byte
-// aligned std::aligned_alloc; CUDA: cudaMallocManaged), record the buffer in
+// aligned std::aligned_alloc; CUDA: cuMemAllocManaged on the selected
+// device, GpuMemory.h), record the buffer in
 // the registry and write allocated, aligned, offset 0 and row-major strides
 // back into the ranked descriptor. On any failure the descriptor's pointers
 // are null (when the descriptor is readable) and kina_last_error() says why.
 //
 //===----------------------------------------------------------------------===//
+#include "GpuMemory.h"
 #include "Guard.h"
 #include "Registry.h"
 
@@ -20,10 +22,6 @@
 #include <cstddef>
 #include <cstdlib>
 #include <string>
-
-#if KINA_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
 
 namespace {
 
@@ -58,58 +56,6 @@ int32_t allocateHost(const std::string &where, int64_t bytes, void *&result) {
                                                 std::to_string(bytes) +
                                                 " bytes of host memory");
   return KINA_STATUS_SUCCESS;
-}
-
-/// Allocates `bytes` (at least 1) of CUDA managed memory. Returns 0; 3 when
-/// no CUDA device is usable or CUDA fails otherwise; 2 when `bytes` exceeds
-/// the current device's free memory (checked first) or CUDA reports
-/// cudaErrorMemoryAllocation; 4 when the runtime was built without CUDA.
-int32_t allocateManaged(const std::string &where, int64_t bytes,
-                        void *&result) {
-  result = nullptr;
-#if KINA_HAVE_CUDA
-  int deviceCount = 0;
-  cudaError_t error = cudaGetDeviceCount(&deviceCount);
-  if (error != cudaSuccess) {
-    (void)cudaGetLastError();
-    return fail(KINA_STATUS_GPU_ERROR,
-                where + ": no usable CUDA device: " + cudaGetErrorName(error) +
-                    ": " + cudaGetErrorString(error));
-  }
-  if (deviceCount == 0)
-    return fail(KINA_STATUS_GPU_ERROR, where + ": no CUDA device found");
-  // Asking for more managed memory than the device has free can hang the
-  // GPU (not only this process) instead of failing, so refuse it here.
-  size_t freeBytes = 0, totalBytes = 0;
-  error = cudaMemGetInfo(&freeBytes, &totalBytes);
-  if (error != cudaSuccess) {
-    (void)cudaGetLastError();
-    return fail(KINA_STATUS_GPU_ERROR,
-                where + ": cudaMemGetInfo failed: " + cudaGetErrorName(error) +
-                    ": " + cudaGetErrorString(error));
-  }
-  if (static_cast<uint64_t>(bytes) > freeBytes)
-    return fail(KINA_STATUS_RESOURCE_ERROR,
-                where + ": cannot allocate " + std::to_string(bytes) +
-                    " bytes of managed memory: the device has " +
-                    std::to_string(freeBytes) + " bytes free");
-  error = cudaMallocManaged(&result, bytes > 0 ? static_cast<size_t>(bytes) : 1,
-                            cudaMemAttachGlobal);
-  if (error != cudaSuccess) {
-    (void)cudaGetLastError();
-    result = nullptr;
-    return fail(error == cudaErrorMemoryAllocation ? KINA_STATUS_RESOURCE_ERROR
-                                                   : KINA_STATUS_GPU_ERROR,
-                where + ": cudaMallocManaged of " + std::to_string(bytes) +
-                    " bytes failed: " + cudaGetErrorName(error) + ": " +
-                    cudaGetErrorString(error));
-  }
-  return KINA_STATUS_SUCCESS;
-#else
-  (void)bytes;
-  return fail(KINA_STATUS_UNIMPLEMENTED_ERROR,
-              where + ": runtime built without CUDA");
-#endif
 }
 
 /// The shared body of both allocation entry points.
@@ -160,15 +106,17 @@ int32_t allocate(const char *where, KinaUnrankedMemRef *out,
                     std::to_string(elementSize) + " overflows 64 bits");
 
   void *memory = nullptr;
-  int32_t status = kind == BufferKind::Host
-                       ? allocateHost(prefix, bytes, memory)
-                       : allocateManaged(prefix, bytes, memory);
+  int32_t device = -1;
+  int32_t status =
+      kind == BufferKind::Host
+          ? allocateHost(prefix, bytes, memory)
+          : kina::rt::gpu::allocateManaged(prefix, bytes, memory, device);
   if (status != KINA_STATUS_SUCCESS)
     return status;
   try {
-    kina::rt::recordBuffer(memory, bytes, kind);
+    kina::rt::recordBuffer(memory, bytes, kind, device);
   } catch (...) {
-    kina::rt::releaseMemory(memory, kind, where);
+    kina::rt::releaseMemory(memory, kind, device, where);
     throw; // The guard reports it (std::bad_alloc: status 2).
   }
   descriptor->allocated = memory;

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Registry.h"
+#include "GpuMemory.h"
 #include "Guard.h"
 
 #include "kina/runtime.h"
@@ -23,10 +24,6 @@
 #include <unordered_map>
 #include <utility>
 
-#if KINA_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
-
 namespace {
 
 using kina::rt::BufferKind;
@@ -34,6 +31,7 @@ using kina::rt::BufferKind;
 struct BufferInfo {
   int64_t bytes;
   BufferKind kind;
+  int32_t device; ///< CUDA device ordinal of managed memory; -1 for host.
 };
 
 struct Registry {
@@ -69,31 +67,22 @@ HostAllocator hostAllocator() {
   return HostAllocator{allocateHook.load(), releaseHook.load()};
 }
 
-void recordBuffer(void *pointer, int64_t bytes, BufferKind kind) {
+void recordBuffer(void *pointer, int64_t bytes, BufferKind kind,
+                  int32_t device) {
   Registry &r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  r.buffers.emplace(pointer, BufferInfo{bytes, kind});
+  r.buffers.emplace(
+      pointer, BufferInfo{bytes, kind, kind == BufferKind::Host ? -1 : device});
   r.liveBytes += bytes;
 }
 
-int32_t releaseMemory(void *pointer, BufferKind kind,
+int32_t releaseMemory(void *pointer, BufferKind kind, int32_t device,
                       const char *where) noexcept {
   if (kind == BufferKind::Host) {
     releaseHook.load()(pointer);
     return KINA_STATUS_SUCCESS;
   }
-#if KINA_HAVE_CUDA
-  cudaError_t error = cudaFree(pointer);
-  if (error != cudaSuccess) {
-    (void)cudaGetLastError(); // Clear the error so later calls are unaffected.
-    return failIn(KINA_STATUS_GPU_ERROR, where, cudaGetErrorString(error));
-  }
-  return KINA_STATUS_SUCCESS;
-#else
-  // Unreachable: managed buffers exist only in CUDA builds.
-  return failIn(KINA_STATUS_INTERNAL_ERROR, where,
-                "managed buffer in a runtime built without CUDA");
-#endif
+  return gpu::freeManaged(pointer, device, where);
 }
 
 } // namespace kina::rt
@@ -122,7 +111,8 @@ int32_t runtime_free(void *allocated) {
       r.liveBytes -= info.bytes;
       r.buffers.erase(it);
     }
-    return kina::rt::releaseMemory(allocated, info.kind, "runtime_free");
+    return kina::rt::releaseMemory(allocated, info.kind, info.device,
+                                   "runtime_free");
   });
 }
 
@@ -137,7 +127,8 @@ int32_t runtime_gpu_free_all(void) {
     }
     int32_t status = KINA_STATUS_SUCCESS;
     for (const auto &[pointer, info] : buffers)
-      if (kina::rt::releaseMemory(pointer, info.kind, "runtime_gpu_free_all"))
+      if (kina::rt::releaseMemory(pointer, info.kind, info.device,
+                                  "runtime_gpu_free_all"))
         status = KINA_STATUS_GPU_ERROR;
     return status;
   });

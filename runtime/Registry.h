@@ -18,13 +18,16 @@ namespace kina::rt {
 /// How a recorded buffer was allocated, hence how it is released.
 enum class BufferKind {
   Host,   ///< std::aligned_alloc, released with std::free.
-  Managed ///< cudaMallocManaged, released with cudaFree.
+  Managed ///< cuMemAllocManaged, released with cuMemFree (GpuMemory.h).
 };
 
 /// Records `pointer` (the `allocated` pointer, non-null) with its requested
-/// byte count. Throws std::bad_alloc if the map cannot grow; the caller then
-/// still owns the memory and must release it.
-void recordBuffer(void *pointer, int64_t bytes, BufferKind kind);
+/// byte count, its kind and, for managed memory, the CUDA device ordinal it
+/// was allocated on (ignored for host memory). Throws std::bad_alloc if the
+/// map cannot grow; the caller then still owns the memory and must release
+/// it.
+void recordBuffer(void *pointer, int64_t bytes, BufferKind kind,
+                  int32_t device);
 
 /// Fault injection for the runtime's own tests (tests/runtime): the host
 /// allocator and deallocator the runtime uses, std::aligned_alloc and
@@ -41,10 +44,10 @@ void setHostAllocatorForTesting(const HostAllocator *allocator);
 /// The allocator in use.
 HostAllocator hostAllocator();
 
-/// Releases memory of the given kind without touching the registry. Returns 0,
-/// or 3 (recorded with a message naming `where`) if cudaFree failed. Never
-/// throws.
-int32_t releaseMemory(void *pointer, BufferKind kind,
+/// Releases memory of the given kind (managed memory: on `device`) without
+/// touching the registry. Returns 0, or 3 (recorded with a message naming
+/// `where`) if cuMemFree failed. Never throws.
+int32_t releaseMemory(void *pointer, BufferKind kind, int32_t device,
                       const char *where) noexcept;
 
 } // namespace kina::rt

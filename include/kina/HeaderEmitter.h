@@ -20,7 +20,9 @@ namespace kina {
 /// `symbolPrefix`. Deterministic: no dates, no absolute paths.
 std::string emitHeader(const Module &module, const std::string &symbolPrefix);
 
-/// The text of include/kina/abi.h, embedded at build time.
+/// The texts of include/kina/abi.h and include/kina/runtime.h (in that
+/// order), embedded at build time: the ABI and runtime API block of every
+/// generated header.
 const char *abiHeaderText();
 
 } // namespace kina

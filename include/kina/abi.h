@@ -156,26 +156,39 @@ const char *kina_last_error(void);
 
 /** Frees one buffer the runtime allocated (a result of a compiled function,
  *  or a runtime allocation) and forgets it. `allocated` is the descriptor's
- *  `allocated` field. Returns 0, or 1 (Validation Error) if the pointer is
- *  not a recorded buffer (null included). Thread-safe. */
+ *  `allocated` field. Host buffers are released with free(), CUDA managed
+ *  ones with cuMemFree under the primary context of the device they were
+ *  allocated on. Returns 0; 1 (Validation Error) if the pointer is not a
+ *  recorded buffer (null included); 3 (GPU Error) if cuMemFree failed (the
+ *  buffer is forgotten anyway; kina_last_error() names the CUDA error).
+ *  Thread-safe. */
 int32_t runtime_free(void *allocated);
 
-/** Frees every buffer still recorded (host and CUDA managed) and empties the
- *  registry. Idempotent: a second call frees nothing and returns 0. Returns
- *  3 if a CUDA free failed (the buffer is forgotten anyway). Thread-safe. */
+/** Frees every buffer still recorded (host and CUDA managed, as
+ *  runtime_free does) and empties the registry. Idempotent: a second call
+ *  frees nothing and returns 0. Returns 3 if a cuMemFree failed (the buffer
+ *  is forgotten anyway). Thread-safe. */
 int32_t runtime_gpu_free_all(void);
 
 /** CUDA target allocation (seed: runtime_gpu_alloc_unranked). `out->descriptor`
  *  is a KinaMemRef<out->rank> whose sizes are read; allocates
- *  product(sizes) * element_size bytes with cudaMallocManaged, writes
- *  `allocated` and `aligned`, sets offset 0 and row-major strides, and records
- *  the buffer. Returns 0; 1 on a null/invalid descriptor, a rank outside
- *  0..KINA_MAX_RANK, a negative size, element_size <= 0 or a byte count that
- *  overflows 64 bits (nothing allocated); 2 when memory is refused (a request
- *  larger than the device's free memory is refused before cudaMallocManaged
- *  is called, since asking for it can hang the GPU); 3 when no CUDA device
- *  is usable; 4 when the runtime was built without CUDA. On
- *  failure the pointers are set to null and kina_last_error() says why. */
+ *  product(sizes) * element_size bytes of CUDA managed memory
+ *  (cuMemAllocManaged with CU_MEM_ATTACH_GLOBAL, under the primary context
+ *  of the selected device: runtime_gpu_set_device, else $KINA_DEVICE, else
+ *  0), writes `allocated` and `aligned`, sets offset 0 and row-major strides,
+ *  and records the buffer. The CUDA driver (libcuda.so.1, or the library
+ *  $KINA_CUDA_DRIVER names) is loaded with dlopen on the first GPU call of
+ *  the process; nothing CUDA is linked. Returns 0; 1 on a null/invalid
+ *  descriptor, a rank outside 0..KINA_MAX_RANK, a negative size,
+ *  element_size <= 0 or a byte count that overflows 64 bits (nothing
+ *  allocated, no CUDA call made), or an invalid $KINA_DEVICE; 2 when memory
+ *  is refused (a request larger than the device's free memory is refused
+ *  before cuMemAllocManaged is called, since asking for it can hang the
+ *  GPU); 3 (GPU Error) when the driver is missing ("CUDA driver not found
+ *  (libcuda.so.1: <dlerror>)"), sees no device ("no CUDA device"), the
+ *  selected device does not exist, or any CUDA call fails (the message
+ *  gives the CUDA error's name and text). On failure the pointers are set
+ *  to null and kina_last_error() says why. Thread-safe. */
 int32_t _mlir_ciface_runtime_gpu_alloc_unranked(KinaUnrankedMemRef *out,
                                                 int32_t element_size);
 

@@ -9,16 +9,25 @@
  * is thread-safe and never lets a C++ exception or an abort cross the C
  * boundary (a guard turns them into status 5, a std::bad_alloc into 2).
  *
- * Linking: `-lkina_runtime -lcudart` when the runtime was built with CUDA
- * (kina/RuntimeConfig.h, generated in the build tree, says so through
- * KINA_RUNTIME_HAS_CUDA and gives the exact flags in KINA_RUNTIME_LINK_LIBS),
- * plain `-lkina_runtime` otherwise.
+ * Every header `kinac --emit=header` writes embeds this file's text after
+ * that of kina/abi.h, so a program built against a generated header alone
+ * sees every function declared here.
+ *
+ * Linking: `libkina_runtime.a -lstdc++ -lm` (`kinac --print-link-flags`
+ * gives the exact flags; KINA_RUNTIME_LINK_LIBS in kina/RuntimeConfig.h the
+ * part after the archive). Nothing CUDA-specific, for CPU and GPU programs
+ * alike: the runtime loads the CUDA driver with dlopen the first time a GPU
+ * function needs it.
  *
  *===----------------------------------------------------------------------===*/
 #ifndef KINA_RUNTIME_H_
 #define KINA_RUNTIME_H_
 
+/* In a generated header, kina/abi.h's text comes first (KINA_ABI_H_ is
+ * defined), so no file is included there. */
+#ifndef KINA_ABI_H_
 #include "kina/abi.h"
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,6 +48,28 @@ int64_t runtime_live_buffer_count(void);
  *  e.g. host buffers to a multiple of 64 bytes). Thread-safe; -1 only on an
  *  internal failure. */
 int64_t runtime_live_bytes(void);
+
+/*===--- CUDA device selection
+ * ----------------------------------------------===*/
+
+/** Selects the CUDA device (ordinal, as the driver numbers them) that later
+ *  `_mlir_ciface_runtime_gpu_alloc_unranked` calls allocate on, for the
+ *  whole process (all threads); it takes precedence over $KINA_DEVICE.
+ *  Buffers allocated before stay on their device and are freed there. Loads
+ *  the CUDA driver to check the ordinal. Returns 0; 1 (Validation Error) if
+ *  `device` is negative; 3 (GPU Error) if the driver is missing ("CUDA
+ *  driver not found (...)"), sees no device ("no CUDA device"), or `device`
+ *  is not below the number of devices; the selection is then unchanged.
+ *  Thread-safe. */
+int32_t runtime_gpu_set_device(int32_t device);
+
+/** Writes to `*device` the ordinal GPU allocations use now: the last
+ *  runtime_gpu_set_device() value, else $KINA_DEVICE (read on the first GPU
+ *  call of the process), else 0. Does not load the CUDA driver, so it does
+ *  not say whether the device exists. Returns 0; 1 (Validation Error) if
+ *  `device` is null or $KINA_DEVICE is not a decimal integer >= 0.
+ *  Thread-safe. */
+int32_t runtime_gpu_get_device(int32_t *device);
 
 /*===--- Support for generated code
  * -----------------------------------------===*/

@@ -1,0 +1,62 @@
+/*===- uses_every_function.c - Every public runtime function, declared ----===*
+ *
+ * Used by check_linking.py, which compiles this file with -Wall -Werror
+ * -Wimplicit-function-declaration (C99) twice: with KINA_TEST_HEADER naming
+ * a header kinac generated, on an include path holding only that header, and
+ * naming "kina/runtime.h". Both must declare every C function that
+ * libkina_runtime.a exports (check_linking.py also checks that this file
+ * calls each one of them, from the archive's symbol table). Linked with the
+ * runtime, it checks what each call returns on a machine without a usable
+ * GPU path forced (KINA_CUDA_DRIVER=/nonexistent in check_linking.py).
+ *
+ *===----------------------------------------------------------------------===*/
+#include KINA_TEST_HEADER
+
+#include <stdio.h>
+#include <string.h>
+
+#define CHECK(condition)                                                       \
+  do {                                                                         \
+    if (!(condition)) {                                                        \
+      printf("line %d: %s failed (last error: %s)\n", __LINE__, #condition,   \
+             kina_last_error());                                               \
+      return 1;                                                                \
+    }                                                                          \
+  } while (0)
+
+int main(void) {
+  /* Status names, the thread's last error and status. */
+  CHECK(strcmp(kina_status_name(KINA_STATUS_GPU_ERROR), "GPU Error") == 0);
+  kina_rt_begin_call();
+  CHECK(kina_rt_last_status() == 0 && strcmp(kina_last_error(), "") == 0);
+  CHECK(kina_rt_fail(KINA_STATUS_TYPE_ERROR, "typed") == 6);
+  CHECK(kina_rt_last_status() == 6 && strcmp(kina_last_error(), "typed") == 0);
+  CHECK(kina_rt_shape_error("dim {0} vs {1}", 3, 4) == 1);
+  CHECK(strcmp(kina_last_error(), "dim 3 vs 4") == 0);
+  CHECK(kina_rt_check_version("kina_f", KINA_ABI_VERSION, "kinac") == 0);
+  CHECK(kina_rt_check_version("kina_f", KINA_ABI_VERSION + 1, "kinac") == 1);
+  CHECK(strlen(kina_runtime_version()) > 0);
+
+  /* Host allocation, the registry, frees. */
+  KinaMemRef2 host = {0, 0, 0, {2, 3}, {0, 0}};
+  KinaUnrankedMemRef unranked = {2, &host};
+  CHECK(_mlir_ciface_runtime_host_alloc_unranked(&unranked, 4) == 0);
+  CHECK(host.strides[0] == 3 && host.strides[1] == 1);
+  CHECK(runtime_live_buffer_count() == 1 && runtime_live_bytes() == 24);
+  CHECK(runtime_free(host.allocated) == 0);
+  CHECK(runtime_free(host.allocated) == 1);
+
+  /* The GPU path without a driver: status 3, the reason in the message. */
+  int32_t device = -1;
+  CHECK(runtime_gpu_get_device(&device) == 0 && device == 0);
+  CHECK(runtime_gpu_set_device(-1) == 1);
+  CHECK(runtime_gpu_set_device(0) == 3);
+  CHECK(strstr(kina_last_error(), "CUDA driver not found") != NULL);
+  KinaMemRef1 managed = {0, 0, 0, {8}, {0}};
+  KinaUnrankedMemRef managedRef = {1, &managed};
+  CHECK(_mlir_ciface_runtime_gpu_alloc_unranked(&managedRef, 4) == 3);
+  CHECK(managed.allocated == NULL);
+  CHECK(runtime_gpu_free_all() == 0 && runtime_live_buffer_count() == 0);
+  printf("ok\n");
+  return 0;
+}
