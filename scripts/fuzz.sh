@@ -28,8 +28,7 @@ cmake -S "$root" -B "$build" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g" \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
-  -DKINA_FUZZ=ON -DKINA_SANITIZE=address,undefined -DKINA_WERROR=OFF \
-  -DKINA_ENABLE_CUDA=OFF
+  -DKINA_FUZZ=ON -DKINA_SANITIZE=address,undefined -DKINA_WERROR=OFF
 cmake --build "$build" -j"$jobs" \
   $(for t in "${targets[@]}"; do echo "--target kina_fuzz_$t"; done)
 

@@ -15,7 +15,7 @@ frees each result with `runtime_free` and exits with the entry's status; it
 also checks with runtime_live_buffer_count() that no runtime buffer outlives
 the call once its results are freed (on failures too). It links the harness
 with `cc harness.c case.o libkina_runtime.a --libs` (default `-lstdc++ -lm`:
-the runtime is C++ inside; add `-lcudart` for a CUDA runtime), runs it once
+the runtime is C++ inside; it loads CUDA at run time, so nothing CUDA is linked), runs it once
 per run and compares. An error status must come with a non-empty, printable
 kina_last_error() (and, where the case says, a message naming the dim or the
 sizes). Some cases also check with `nm` which symbols case.o defines.
@@ -1609,7 +1609,7 @@ def main():
                     help="flags for the C harness (write --cflags=...)")
     ap.add_argument("--libs", default="-lstdc++ -lm",
                     help="libraries after the runtime archive, e.g. "
-                    "--libs='-lcudart -lstdc++ -lm' (the runtime is C++ "
+                    "--libs='-lstdc++ -lm -lpthread' (the runtime is C++ "
                     "inside; default: -lstdc++ -lm)")
     ap.add_argument("-j", "--jobs", type=int, default=1,
                     help="cases built and run in parallel (default 1)")
