@@ -2,7 +2,7 @@
 //
 // The per-element computation of every elementwise Kina op, built with
 // `arith`, `math` (and `scf.while` for integer pow) inside linalg.generic
-// bodies. The rules are the spec's operation table (shared/spec/kina-ir.md,
+// bodies. The rules are the spec's operation table (docs/language.md,
 // "Operations") with NumPy as the reference: NaN-propagating max/min, float
 // `mod` taking the divisor's sign, flooring integer division with `x div 0`
 // = 0 and `INT_MIN div -1` wrapping, saturating float-to-int casts with
