@@ -1989,6 +1989,30 @@ def gen_rank0():
                                                       else "")
                 x = rand_any(rng_of(name), dt, (1,)).reshape(())
                 reduce_case(name, kind, dt, x, [], [], keep, [], group=g)
+    # The scalar a rank-0 reduction gives, broadcast by the op that reads
+    # it: each result element must see it once (difftest's
+    # select-scalar-reduce-sum-wrong-result: fused into the select, the sum
+    # was accumulated once per element, 3.75 read as 7.5, 11.25, ...).
+    for kind, types in REDUCE_TYPES.items():
+        for di, dt in enumerate(types):
+            name = f"reduce_{kind}_{dt}_rank0_broadcast"
+            rng = rng_of(name)
+            x = rand_any(rng, dt, (1,)).reshape(())
+            c = rand(rng, "i1", (2, 3))
+            y = rand_any(rng, dt, (3,))
+            attrs = " {axes = [], keepdims = true}" if di % 2 else ""
+            r = reduce_ref(kind, x, [], False, dt)
+            S.add(name, op=f"reduce_{kind}", dtype=dt,
+                  params=[("x", dt, []), ("c", "i1", [2, 3]),
+                          ("y", dt, [3])],
+                  results=[(dt, [2, 3])],
+                  body=[f"%r = reduce_{kind} %x{attrs}",
+                        "%s = select %c, %y, %r", "return %s"],
+                  inputs=[x, c, y],
+                  outputs=[np.where(c, y, np.asarray(r, dtype=y.dtype))],
+                  tolerance="exact",
+                  oracle="numpy-float64" if is_float(dt) else "python-int",
+                  group=g)
     for dt in DTYPES:
         for attr in [" {perm = []}", ""]:
             name = f"transpose_{dt}_rank0" + ("_default" if not attr else "")
