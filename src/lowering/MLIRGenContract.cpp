@@ -292,8 +292,8 @@ LogicalResult Generator::genReduction(const Statement &s) {
                                             widen(b, l, t, v));
                        });
   } else {
-    Value init = filledTensor(loc, tensorType(reducedType, acc), reducedDims,
-                              identity);
+    Value init =
+        filledTensor(loc, tensorType(reducedType, acc), reducedDims, identity);
     SmallVector<AffineMap> maps = {builder.getMultiDimIdentityMap(rank),
                                    keptMap(builder, rank, axes)};
     result = generic(loc, init.getType(), x.value, init, maps, rank,
