@@ -16,15 +16,7 @@ def _ops(prog):
             yield f, s
 
 
-def _reshape_expand(prog, infos, o):
-    return "tensor.expand_shape" in o.detail + o.log
-
-
-KNOWN = [
-    ("reshape-static-to-symbolic-expand-shape",
-     "found by difftest, not yet fixed: reshape of a static value to a "
-     "shape holding a symbolic dim (f32[6] to [B, 6]) fails the "
-     "tensor.expand_shape verifier", _reshape_expand),
+KNOWN = [  # (name, description, predicate); none open now
 ]
 
 
