@@ -73,6 +73,13 @@ std::unique_ptr<mlir::Pass> createExpandShapePass();
 /// one-shot bufferization.
 std::unique_ptr<mlir::Pass> createEmptyReshapePass();
 
+/// MLIR's `linalg-fuse-elementwise-ops` with two fusions refused: a reshape
+/// folded by expansion into an op of more than kMaxRank loops (the runtime
+/// allocates at most rank 8), and a producer that reads its init fused
+/// through a broadcasting map (src/lowering/Workarounds.cpp). Runs on
+/// tensors, before bufferization, at -O1 and above.
+std::unique_ptr<mlir::Pass> createElementwiseFusionPass();
+
 /// MLIR's canonicalizer without the arith patterns that fold
 /// `truncf(sitofp x)` into one `sitofp` (a single rounding where Kina's two
 /// casts round twice; src/lowering/Workarounds.cpp). Use it for every
@@ -80,9 +87,9 @@ std::unique_ptr<mlir::Pass> createEmptyReshapePass();
 std::unique_ptr<mlir::Pass> createCanonicalizerPass();
 
 /// Lowers arith, math, cf, func, memref, vector, index and ub to the LLVM
-/// dialect in one conversion, with allocations going to the runtime function named
-/// `allocFunction` (`_mlir_ciface_runtime_host_alloc_unranked` for the CPU
-/// target) and deallocations to `runtime_free`.
+/// dialect in one conversion, with allocations going to the runtime function
+/// named `allocFunction` (`_mlir_ciface_runtime_host_alloc_unranked` for the
+/// CPU target) and deallocations to `runtime_free`.
 std::unique_ptr<mlir::Pass> createLowerToLLVMPass(std::string allocFunction);
 
 /// Renames each Kina function's LLVM implementation `@f` to

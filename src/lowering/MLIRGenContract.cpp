@@ -8,7 +8,8 @@
 //    elementwise operands. A K that is not provably equal on both sides is
 //    a run-time check;
 //  - reduce_sum/mean/max/min/prod: linalg.generic with reduction iterators
-//    on a linalg.fill'ed init (the reduction's identity), mean divides by
+//    on a linalg.fill'ed init (the reduction's identity; of a rank-0
+//    operand, an elementwise generic: identity op x), mean divides by
 //    the element count (0/0 = NaN over an empty extent, like NumPy),
 //    max/min over a dynamic extent check that it is not empty, keepdims
 //    re-inserts unit dims with tensor.expand_shape;
@@ -276,17 +277,33 @@ LogicalResult Generator::genReduction(const Statement &s) {
     if (!llvm::is_contained(axes, i))
       reducedDims.push_back(dimOf(loc, x, i));
   Type acc = computeType(ctx, t);
-  Value init = filledTensor(loc, tensorType(reducedType, acc), reducedDims,
-                            emitReductionInit(builder, loc, combine, t));
-  SmallVector<AffineMap> maps = {builder.getMultiDimIdentityMap(rank),
-                                 keptMap(builder, rank, axes)};
-  Value result =
-      generic(loc, init.getType(), x.value, init, maps, rank, toUnsigned(axes),
-              [&](OpBuilder &b, Location l, ValueRange args) {
-                Value v = widen(b, l, t, args[0]);
-                linalg::YieldOp::create(
-                    b, l, emitCombine(b, l, combine, t, args[1], v));
-              })[0];
+  Value identity = emitReductionInit(builder, loc, combine, t);
+  Value result;
+  if (axes.empty()) {
+    // A rank-0 operand: one element, no loop to reduce, so the result is
+    // identity (op) x, computed elementwise. A reduction generic here would
+    // have only parallel loops and read its init, and MLIR 22's elementwise
+    // fusion fuses such a producer into a consumer that broadcasts it
+    // keeping the init as an output under a non-injective map: the sum was
+    // accumulated once per element of the consumer (3.75 gave 7.5, 11.25...).
+    result = mapTensor(*this, loc, x.value, reducedType, acc, {},
+                       [&](OpBuilder &b, Location l, Value v) {
+                         return emitCombine(b, l, combine, t, identity,
+                                            widen(b, l, t, v));
+                       });
+  } else {
+    Value init =
+        filledTensor(loc, tensorType(reducedType, acc), reducedDims, identity);
+    SmallVector<AffineMap> maps = {builder.getMultiDimIdentityMap(rank),
+                                   keptMap(builder, rank, axes)};
+    result = generic(loc, init.getType(), x.value, init, maps, rank,
+                     toUnsigned(axes),
+                     [&](OpBuilder &b, Location l, ValueRange args) {
+                       Value v = widen(b, l, t, args[0]);
+                       linalg::YieldOp::create(
+                           b, l, emitCombine(b, l, combine, t, args[1], v));
+                     })[0];
+  }
 
   if (mean || computesInF32(t)) {
     Value count;

@@ -2,8 +2,9 @@
 //
 // Builds and runs the pass manager described in Pipeline.h. The sequence:
 //
-//   canonicalize, linalg elementwise fusion, cse        (-O1 and above;
-//                       canonicalize without truncf(sitofp) folding)
+//   canonicalize, kina-elementwise-fusion, cse          (-O1 and above;
+//                       canonicalize without truncf(sitofp) folding,
+//                       fusion within rank 8: Workarounds.cpp)
 //   kina-empty-reshape                                  (Workarounds.cpp)
 //   one-shot-bufferize (function boundaries, identity layouts; arguments
 //                       marked non-writable: inputs belong to the caller)
@@ -62,7 +63,7 @@ LogicalResult lowerToLLVMDialect(ModuleOp module, const Module &kinaModule,
   bool optimize = options.optLevel > 0;
   if (optimize) {
     pm.addPass(kina::createCanonicalizerPass());
-    pm.addPass(createLinalgElementwiseOpFusionPass());
+    pm.addPass(createElementwiseFusionPass());
     pm.addPass(kina::createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }

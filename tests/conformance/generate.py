@@ -1498,6 +1498,21 @@ def gen_reshape():
         layout_case(name, "reshape", dt, [("x", dt, dims)], [x], [(dt, rdims)],
                     f"%r = reshape %x {{shape = {lst(target)}}}", None,
                     status=1, message=["reshape", f"{n} elements"])
+    # A static operand to a shape with another parameter's symbolic dim
+    # (difftest reshape-static-to-symbolic-expand-shape: the expand_shape
+    # verifier rejected it): B must be 1 at run time, else status 1.
+    for tag, b, status in [("", 1, 0), ("_mismatch", 2, 1)]:
+        name = f"reshape_static_to_sym{tag}_f32"
+        rng = rng_of(name)
+        n, x = rand(rng, "f32", (b,)), rand(rng, "f32", (6,))
+        S.add(name, op="reshape", dtype="f32",
+              params=[("n", "f32", ["B"]), ("x", "f32", [6])],
+              results=[("f32", ["?", 6])],
+              body=["%r = reshape %x {shape = [B, 6]}", "return %r"],
+              inputs=[n, x], outputs=None if status else [x.reshape(1, 6)],
+              status=status,
+              message=["reshape", "6 elements", "12"] if status else None,
+              tolerance="exact", oracle="numpy", group="reshape")
 
 
 def gen_broadcast_to():
@@ -1989,6 +2004,30 @@ def gen_rank0():
                                                       else "")
                 x = rand_any(rng_of(name), dt, (1,)).reshape(())
                 reduce_case(name, kind, dt, x, [], [], keep, [], group=g)
+    # The scalar a rank-0 reduction gives, broadcast by the op that reads
+    # it: each result element must see it once (difftest's
+    # select-scalar-reduce-sum-wrong-result: fused into the select, the sum
+    # was accumulated once per element, 3.75 read as 7.5, 11.25, ...).
+    for kind, types in REDUCE_TYPES.items():
+        for di, dt in enumerate(types):
+            name = f"reduce_{kind}_{dt}_rank0_broadcast"
+            rng = rng_of(name)
+            x = rand_any(rng, dt, (1,)).reshape(())
+            c = rand(rng, "i1", (2, 3))
+            y = rand_any(rng, dt, (3,))
+            attrs = " {axes = [], keepdims = true}" if di % 2 else ""
+            r = reduce_ref(kind, x, [], False, dt)
+            S.add(name, op=f"reduce_{kind}", dtype=dt,
+                  params=[("x", dt, []), ("c", "i1", [2, 3]),
+                          ("y", dt, [3])],
+                  results=[(dt, [2, 3])],
+                  body=[f"%r = reduce_{kind} %x{attrs}",
+                        "%s = select %c, %y, %r", "return %s"],
+                  inputs=[x, c, y],
+                  outputs=[np.where(c, y, np.asarray(r, dtype=y.dtype))],
+                  tolerance="exact",
+                  oracle="numpy-float64" if is_float(dt) else "python-int",
+                  group=g)
     for dt in DTYPES:
         for attr in [" {perm = []}", ""]:
             name = f"transpose_{dt}_rank0" + ("_default" if not attr else "")
@@ -2101,6 +2140,22 @@ def gen_rank8():
     """The largest rank (8, docs/reliability.md), with size-1 dims that
     broadcast."""
     g = "rank8"
+    # keepdims' unit dims must not be folded into the ops before the
+    # reduction beyond rank 8 (difftest transpose-reduce-keepdims-rank9-alloc:
+    # status 1, "rank 9 outside 0..8").
+    for dt in ["bf16", "f32", "f64"]:
+        name = f"reduce_sum_{dt}_keepdims_after_transpose"
+        x = rand_any(rng_of(name), dt, (1, 5, 3, 3, 4))
+        t = np.transpose(x)
+        S.add(name, op="reduce_sum", dtype=dt,
+              params=[("x", dt, [1, 5, 3, 3, 4])],
+              results=[(dt, ["?", "?", "?", "?", "?"])],
+              body=["%n = neg %x", "%t = transpose %n",
+                    "%r = reduce_sum %t {axes = [1, 4, 2, 0], "
+                    "keepdims = true}", "return %r"],
+              inputs=[x],
+              outputs=[reduce_ref("sum", -t, [0, 1, 2, 4], True, dt)],
+              oracle="numpy-float64", group=g)
     dims = list(RANK8)
     ones = [1, 3, 1, 2, 1, 2, 1, 1]  # broadcasts against RANK8
     out = list(np.broadcast_shapes(RANK8, tuple(ones)))

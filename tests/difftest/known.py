@@ -16,37 +16,7 @@ def _ops(prog):
             yield f, s
 
 
-def _transpose_rank0(prog, infos, o):
-    return o.cls == "compile_crash" and any(
-        s.op == "transpose" and not infos[f.name][s.args[0]].dims
-        for f, s in _ops(prog) if f.name in infos)
-
-
-def _reshape_collapse(prog, infos, o):
-    return "memref.collapse_shape" in o.detail + o.log
-
-
-def _truncsfbf2(prog, infos, o):
-    return o.cls == "link_error" and "__truncsfbf2" in o.detail + o.log
-
-
-def _reshape_expand(prog, infos, o):
-    return "tensor.expand_shape" in o.detail + o.log
-
-
-KNOWN = [
-    ("transpose-rank0-segfault",
-     "kinac crashes (SIGSEGV) on transpose of a rank-0 value", _transpose_rank0),
-    ("reshape-size0-collapse-shape",
-     "reshape of a size-0 value (f32[N, 0] to [-1]) fails the "
-     "memref.collapse_shape verifier", _reshape_collapse),
-    ("cast-to-bf16-truncsfbf2",
-     "int -> f32 -> bf16 cast chains fail to link: undefined __truncsfbf2",
-     _truncsfbf2),
-    ("reshape-static-to-symbolic-expand-shape",
-     "found by difftest, not yet fixed: reshape of a static value to a "
-     "shape holding a symbolic dim (f32[6] to [B, 6]) fails the "
-     "tensor.expand_shape verifier", _reshape_expand),
+KNOWN = [  # (name, description, predicate); none open now
 ]
 
 
