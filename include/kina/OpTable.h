@@ -69,9 +69,9 @@ const char *describeAttrKind(AttrKind kind);
 struct AttrDefault {
   enum Kind { Required, Computed, Int, Float, Bool, String, IntList };
   Kind kind = Required;
-  int64_t intValue = 0;           ///< Int; Bool (0 or 1).
-  double floatValue = 0.0;        ///< Float.
-  const char *stringValue = "";   ///< String.
+  int64_t intValue = 0;         ///< Int; Bool (0 or 1).
+  double floatValue = 0.0;      ///< Float.
+  const char *stringValue = ""; ///< String.
 };
 
 /// One attribute an op accepts.
@@ -102,14 +102,14 @@ constexpr ElementTypeSet kAllTypes = kNumericTypes | kBoolType;
 /// How the result type is formed (the per-op details, axes and shapes, are
 /// the family's inference in Sema*.cpp).
 enum class ResultRule {
-  SameAsOperand,  ///< the first operand's type (unary ops, softmax, norms)
-  Broadcast,      ///< the operands broadcast, their element type
-  BroadcastBool,  ///< the operands broadcast, i1 (comparisons)
-  CastTo,         ///< the operand's dims, the element type `to`
-  Written,        ///< the `: type` written on the statement (constant, iota)
-  Index,          ///< i64 positions (argmax, argmin)
-  Shaped,         ///< the operand's element type, dims from the op's rule
-  Callee,         ///< the callee's declared result types
+  SameAsOperand, ///< the first operand's type (unary ops, softmax, norms)
+  Broadcast,     ///< the operands broadcast, their element type
+  BroadcastBool, ///< the operands broadcast, i1 (comparisons)
+  CastTo,        ///< the operand's dims, the element type `to`
+  Written,       ///< the `: type` written on the statement (constant, iota)
+  Index,         ///< i64 positions (argmax, argmin)
+  Shaped,        ///< the operand's element type, dims from the op's rule
+  Callee,        ///< the callee's declared result types
 };
 
 /// An unbounded operand count (concat, call).

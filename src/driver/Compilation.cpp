@@ -158,8 +158,8 @@ std::optional<std::string> Compilation::generate(const std::string &input,
     watch.replay();
     if (opts.forced.kind != ForcedInternalError::None &&
         !watch.forcedPassRan()) {
-      driverError("--debug-force-internal-error: no pass '" +
-                  opts.forced.pass + "' ran in the pipeline");
+      driverError("--debug-force-internal-error: no pass '" + opts.forced.pass +
+                  "' ran in the pipeline");
       return std::nullopt;
     }
   }

@@ -8,8 +8,6 @@
 //===----------------------------------------------------------------------===//
 #include "DriverImpl.h"
 
-
-
 using namespace llvm;
 
 namespace kina {

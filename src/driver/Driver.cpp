@@ -117,8 +117,8 @@ std::string defaultOutput(EmitStage stage, const std::string &input) {
 /// the stage's output (nothing under --verify-diagnostics, whose result is
 /// the exit code).
 int runCompile(const DriverOptions &opts, const std::string &input,
-               const std::string &output, const char *argv0,
-               StageTimer &timer, TempFiles &temps, const ToolRunner &tools) {
+               const std::string &output, const char *argv0, StageTimer &timer,
+               TempFiles &temps, const ToolRunner &tools) {
   EmitStage stage = *parseStage(opts.emit);
   Compilation compilation(opts, timer, temps, tools);
   compilation.runtimeLib = findRuntimeLib(opts, argv0);

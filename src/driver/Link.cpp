@@ -72,7 +72,7 @@ std::vector<std::string> runtimeIncludeDirs(const char *argv0) {
   if (sys::fs::exists(config)) {
     SmallString<256> real;
     dirs.push_back(!sys::fs::real_path(p, real) ? std::string(real)
-                                                 : std::string(p));
+                                                : std::string(p));
   }
   return dirs;
 }

@@ -74,11 +74,17 @@ Error extractDependencyFlags(std::vector<std::string> &args,
 /// output name). Scanning stops at `--`.
 Error extractCompilerFlags(std::vector<std::string> &args,
                            DriverOptions &opts) {
-  static const StringRef separateValue[] = {
-      "-o",        "--emit",           "--target",
-      "--mcpu",    "--symbol-prefix",  "--mlir-translate",
-      "--llc",     "--runtime-lib",    "--diagnostics-format",
-      "--abi-version-for-testing", "--debug-force-internal-error"};
+  static const StringRef separateValue[] = {"-o",
+                                            "--emit",
+                                            "--target",
+                                            "--mcpu",
+                                            "--symbol-prefix",
+                                            "--mlir-translate",
+                                            "--llc",
+                                            "--runtime-lib",
+                                            "--diagnostics-format",
+                                            "--abi-version-for-testing",
+                                            "--debug-force-internal-error"};
   std::vector<std::string> kept;
   for (size_t i = 0; i < args.size(); ++i) {
     StringRef a(args[i]);
@@ -116,13 +122,12 @@ Error extractCompilerFlags(std::vector<std::string> &args,
       return true;
     };
     bool taken = false;
-    for (auto [flag, list] :
-         {std::pair<StringRef, std::vector<std::string> *>{"-I",
-                                                           &opts.cCompileFlags},
-          {"-D", &opts.cCompileFlags},
-          {"-U", &opts.cCompileFlags},
-          {"-L", &opts.cLinkFlags},
-          {"-l", &opts.cLibraries}}) {
+    for (auto [flag, list] : {std::pair<StringRef, std::vector<std::string> *>{
+                                  "-I", &opts.cCompileFlags},
+                              {"-D", &opts.cCompileFlags},
+                              {"-U", &opts.cCompileFlags},
+                              {"-L", &opts.cLinkFlags},
+                              {"-l", &opts.cLibraries}}) {
       Expected<bool> took = withValue(flag, *list);
       if (!took)
         return took.takeError();

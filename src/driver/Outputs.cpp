@@ -51,8 +51,8 @@ Expected<StagedOutput> stageOutput(StringRef path, StringRef bytes) {
     // between its creation and the registration.
     InterruptBlocker blocked;
     if (std::error_code ec = sys::fs::createUniqueFile(model, fd, tmp))
-      return createStringError(ec, "cannot write '%s': %s",
-                               path.str().c_str(), ec.message().c_str());
+      return createStringError(ec, "cannot write '%s': %s", path.str().c_str(),
+                               ec.message().c_str());
     sys::RemoveFileOnSignal(tmp);
   }
   raw_fd_ostream os(fd, /*shouldClose=*/true);
@@ -93,8 +93,8 @@ Error commitOutput(const StagedOutput &staged) {
     sys::fs::remove(staged.tmp);
   sys::DontRemoveFileOnSignal(staged.tmp);
   if (ec)
-    return createStringError(ec, "cannot write '%s': %s",
-                             staged.target.c_str(), ec.message().c_str());
+    return createStringError(ec, "cannot write '%s': %s", staged.target.c_str(),
+                             ec.message().c_str());
   return Error::success();
 }
 

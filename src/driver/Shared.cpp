@@ -55,17 +55,10 @@ std::optional<std::string> Compilation::buildShared(const std::string &input) {
   // runtimeLinkFlags: the archive first, then what it needs.
   std::vector<std::string> flags = runtimeLinkFlags(runtimeLib);
   std::vector<std::string> args = cc->args;
-  args.insert(args.end(), {"-shared",
-                                   "-fPIC",
-                                   "-Wl,-Bsymbolic",
-                                   "-Wl,--no-undefined",
-                                   "-o",
-                                   *soPath,
-                                   *manifestPath,
-                                   *objPath,
-                                   "-Wl,--whole-archive",
-                                   flags.front(),
-                                   "-Wl,--no-whole-archive"});
+  args.insert(args.end(),
+              {"-shared", "-fPIC", "-Wl,-Bsymbolic", "-Wl,--no-undefined", "-o",
+               *soPath, *manifestPath, *objPath, "-Wl,--whole-archive",
+               flags.front(), "-Wl,--no-whole-archive"});
   args.insert(args.end(), flags.begin() + 1, flags.end());
   if (Error err = timer.time("link", [&] { return tools.run(cc->path, args); }))
     return fail(std::move(err));

@@ -40,8 +40,7 @@ const AttrDesc kGeluAttrs[] = {
     {"approximate", AttrKind::String, stringDefault("none")}};
 const AttrDesc kCastAttrs[] = {{"to", AttrKind::Type, required()}};
 const AttrDesc kAxisZeroAttrs[] = {{"axis", AttrKind::Int, intDefault(0)}};
-const AttrDesc kTransposeAttrs[] = {
-    {"perm", AttrKind::IntList, computed()}};
+const AttrDesc kTransposeAttrs[] = {{"perm", AttrKind::IntList, computed()}};
 const AttrDesc kShapeAttrs[] = {{"shape", AttrKind::ShapeList, required()}};
 const AttrDesc kSliceAttrs[] = {{"start", AttrKind::IntList, required()},
                                 {"stop", AttrKind::IntList, required()},
@@ -117,8 +116,7 @@ const OpDesc kOps[] = {
     {"sigmoid", F::UnaryFloat, 1, 1, kFloatTypes, R::SameAsOperand, {}},
     {"sin", F::UnaryFloat, 1, 1, kFloatTypes, R::SameAsOperand, {}},
     {"slice", F::Slice, 1, 1, kAllTypes, R::Shaped, kSliceAttrs},
-    {"softmax", F::Softmax, 1, 1, kFloatTypes, R::SameAsOperand,
-     kSoftmaxAttrs},
+    {"softmax", F::Softmax, 1, 1, kFloatTypes, R::SameAsOperand, kSoftmaxAttrs},
     {"sqrt", F::UnaryFloat, 1, 1, kFloatTypes, R::SameAsOperand, {}},
     {"sub", F::Binary, 2, 2, kNumericTypes, R::Broadcast, {}},
     {"tanh", F::UnaryFloat, 1, 1, kFloatTypes, R::SameAsOperand, {}},
@@ -161,8 +159,8 @@ const AttrDesc *OpDesc::attr(llvm::StringRef name) const {
 llvm::ArrayRef<OpDesc> opTable() { return kOps; }
 
 const OpDesc *lookupOp(llvm::StringRef name) {
-  const OpDesc *it = std::lower_bound(std::begin(kOps), std::end(kOps), name,
-                                      byName);
+  const OpDesc *it =
+      std::lower_bound(std::begin(kOps), std::end(kOps), name, byName);
   if (it == std::end(kOps) || name != it->name)
     return nullptr;
   return it;

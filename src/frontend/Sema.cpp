@@ -5,7 +5,11 @@
 // names, collisions with the runtime's C symbols, recursion), then, per
 // function, name resolution and the inference of every statement's result
 // types with NumPy broadcasting over static, `?` and symbolic dims
-// (Shapes.h). Every error is a located diagnostic; analysis goes on after
+// (Shapes.h). This file holds the module, function and value level, the
+// checks every statement goes through (the op's row of OpTable.h: operand
+// count, attributes and their kinds, defaults; literal operands) and the
+// dispatch on the op's family; the inference of each family is in
+// Sema<Family>.cpp (SemaImpl.h lists them), as MLIRGen is split. Every error is a located diagnostic; analysis goes on after
 // one, and a value whose statement failed gets no type, so that later uses
 // of it do not report again. An unknown name (operation, attribute, gelu's
 // `approximate`, element type, %value, @callee, shape dim) gets clang's
@@ -27,8 +31,8 @@
 //    decimal (0.1 is fine in f32) but must not overflow (70000 in f16 is an
 //    error). `true`/`false` only fit i1, and i1 takes only the integers 0
 //    and 1. A literal `gather` index is i64.
-//  - Attribute defaults (the values the spec's table shows), added to the
-//    statement with Attribute::isDefault: gelu approximate = "none"; iota,
+//  - Attribute defaults (the values the spec's table shows, kept in the op
+//    table), added to the statement with Attribute::isDefault: gelu approximate = "none"; iota,
 //    concat, gather axis = 0; transpose perm = reversed axes (NumPy);
 //    argmax/argmin, softmax, log_softmax, layer_norm, rms_norm axis = -1;
 //    reductions axes = [] (all), keepdims = false; slice step = [1, ...];
@@ -146,8 +150,6 @@ std::string didYouMean(llvm::StringRef typo,
          std::string(1, quote) + "?";
 }
 
-
-
 std::string describeValue(const AttrValue &v) {
   switch (v.kind) {
   case AttrValue::Int:
@@ -207,8 +209,7 @@ std::string listString(llvm::ArrayRef<int64_t> v) {
   return s + "]";
 }
 
-std::string pluralize(size_t n, const char *word,
-                      const char *plural) {
+std::string pluralize(size_t n, const char *word, const char *plural) {
   if (n == 1)
     return "1 " + std::string(word);
   return std::to_string(n) + " " +

@@ -79,8 +79,8 @@ MaybeType Sema::inferBinary(Statement &st) {
                     << bad << ")";
     return std::nullopt;
   }
-  return TensorType{family == OpFamily::Compare ? ElementType::I1 : a.elementType,
-                    *dims};
+  return TensorType{
+      family == OpFamily::Compare ? ElementType::I1 : a.elementType, *dims};
 }
 
 MaybeType Sema::inferSelect(Statement &st) {

@@ -51,8 +51,7 @@ std::string shapeString(llvm::ArrayRef<Dim> dims);
 /// `[0, 1]`.
 std::string listString(llvm::ArrayRef<int64_t> v);
 /// "1 operand", "2 operands" (`plural` when not word + "s").
-std::string pluralize(size_t n, const char *word,
-                      const char *plural = nullptr);
+std::string pluralize(size_t n, const char *word, const char *plural = nullptr);
 
 //===----------------------------------------------------------------------===//
 // Literals (Sema.cpp)
@@ -76,7 +75,6 @@ bool isLiteral(const Operand &o);
 //===----------------------------------------------------------------------===//
 // The analysis
 //===----------------------------------------------------------------------===//
-
 
 using Types = std::vector<TensorType>;
 using MaybeType = std::optional<TensorType>;

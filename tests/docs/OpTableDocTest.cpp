@@ -82,8 +82,7 @@ std::vector<std::string> section(const std::string &heading) {
       inside = true;
     }
   }
-  EXPECT_TRUE(inside) << "docs/language.md has no heading '" << heading
-                      << "'";
+  EXPECT_TRUE(inside) << "docs/language.md has no heading '" << heading << "'";
   return out;
 }
 
@@ -112,7 +111,8 @@ TEST(OpTable, SortedAndFound) {
   llvm::ArrayRef<kina::OpDesc> table = kina::opTable();
   ASSERT_FALSE(table.empty());
   for (size_t i = 1; i < table.size(); ++i)
-    EXPECT_LT(llvm::StringRef(table[i - 1].name), llvm::StringRef(table[i].name))
+    EXPECT_LT(llvm::StringRef(table[i - 1].name),
+              llvm::StringRef(table[i].name))
         << "the op table must be sorted by name";
   for (const kina::OpDesc &d : table) {
     EXPECT_EQ(kina::lookupOp(d.name), &d) << d.name;
@@ -189,8 +189,8 @@ TEST(OpTableDoc, AttributesTableMatches) {
       for (std::string attr : codeWords(row[1])) {
         if (!attr.empty() && attr.back() == ',')
           attr.pop_back();
-        EXPECT_TRUE(documented.emplace(std::make_pair(op, attr), required)
-                        .second)
+        EXPECT_TRUE(
+            documented.emplace(std::make_pair(op, attr), required).second)
             << op << " " << attr << " is documented twice";
       }
   }
