@@ -40,6 +40,8 @@ build="$(cd "$1" && pwd)"
 mkdir -p "$2"
 out="$(cd "$2" && pwd)"
 jobs="${KINA_JOBS:-2}"
+# Python with NumPy (the development machine's /usr/bin/python3 by default).
+py="${KINA_E2E_PYTHON:-/usr/bin/python3}"
 say() { echo "gpu-artefacts: $*"; }
 die() {
   echo "gpu-artefacts: error: $1" >&2
@@ -79,17 +81,17 @@ fi
 
 problems=0
 say "compiling every conformance case for --target=cuda"
-if ! python3 "$root/tests/conformance/run_conformance.py" --kinac "$kinac" \
+if ! "$py" "$root/tests/conformance/run_conformance.py" --kinac "$kinac" \
   --target=cuda --build-only "$out/gpu/conformance" \
   --workdir "$probe/conformance" -j "$jobs"; then
   problems=$((problems + 1))
 fi
 say "compiling the end-to-end cases for --target=cuda"
-python3 "$root/tests/e2e/run_e2e.py" --kinac "$kinac" \
+"$py" "$root/tests/e2e/run_e2e.py" --kinac "$kinac" \
   --runtime "$build/lib/libkina_runtime.a" --workdir "$probe/e2e-export" \
   --export-cases "$probe/e2e-cases" >/dev/null ||
   die "run_e2e.py --export-cases failed"
-if ! python3 "$root/tests/conformance/run_conformance.py" --kinac "$kinac" \
+if ! "$py" "$root/tests/conformance/run_conformance.py" --kinac "$kinac" \
   --target=cuda --build-only "$out/gpu/e2e" --cases "$probe/e2e-cases" \
   --workdir "$probe/e2e" -j "$jobs"; then
   problems=$((problems + 1))
