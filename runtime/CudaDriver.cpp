@@ -105,8 +105,7 @@ constexpr bool resultTableMatchesCudaH() {
          CU_JIT_ERROR_LOG_BUFFER == 5 &&
          CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES == 6 &&
          CU_JIT_OPTIMIZATION_LEVEL == 7 && CU_STREAM_NON_BLOCKING == 1 &&
-         CU_EVENT_DISABLE_TIMING == 2 &&
-         CU_POINTER_ATTRIBUTE_IS_MANAGED == 8 &&
+         CU_EVENT_DISABLE_TIMING == 2 && CU_POINTER_ATTRIBUTE_IS_MANAGED == 8 &&
          CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL == 9 &&
          sizeof(CUdeviceptr) == sizeof(unsigned long long) &&
          sizeof(CUresult) == sizeof(int) && sizeof(CUdevice) == sizeof(int);

@@ -76,7 +76,9 @@ typedef enum CUjit_option_enum {
   CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
   CU_JIT_OPTIMIZATION_LEVEL = 7
 } CUjit_option;
-typedef enum CUstream_flags_enum { CU_STREAM_NON_BLOCKING = 0x1 } CUstream_flags;
+typedef enum CUstream_flags_enum {
+  CU_STREAM_NON_BLOCKING = 0x1
+} CUstream_flags;
 typedef enum CUevent_flags_enum { CU_EVENT_DISABLE_TIMING = 0x2 } CUevent_flags;
 #endif
 
@@ -104,13 +106,12 @@ namespace kina::rt::cuda {
   X(cuPointerGetAttribute, "cuPointerGetAttribute",                            \
     CUresult(void *, CUpointer_attribute, CUdeviceptr))                        \
   X(cuGetErrorName, "cuGetErrorName", CUresult(CUresult, const char **))       \
-  X(cuGetErrorString, "cuGetErrorString", CUresult(CUresult, const char **))  \
-  /* Modules, kernels, streams and events (GpuLaunch.cpp, the mgpu* */       \
+  X(cuGetErrorString, "cuGetErrorString", CUresult(CUresult, const char **))   \
+  /* Modules, kernels, streams and events (GpuLaunch.cpp, the mgpu* */         \
   /* functions of MLIR's gpu-to-llvm lowering). */                             \
   X(cuModuleLoadData, "cuModuleLoadData", CUresult(CUmodule *, const void *))  \
   X(cuModuleLoadDataEx, "cuModuleLoadDataEx",                                  \
-    CUresult(CUmodule *, const void *, unsigned int, CUjit_option *,           \
-             void **))                                                         \
+    CUresult(CUmodule *, const void *, unsigned int, CUjit_option *, void **)) \
   X(cuModuleUnload, "cuModuleUnload", CUresult(CUmodule))                      \
   X(cuModuleGetFunction, "cuModuleGetFunction",                                \
     CUresult(CUfunction *, CUmodule, const char *))                            \
@@ -118,8 +119,8 @@ namespace kina::rt::cuda {
     CUresult(CUfunction, CUfunction_attribute, int))                           \
   X(cuLaunchKernel, "cuLaunchKernel",                                          \
     CUresult(CUfunction, unsigned int, unsigned int, unsigned int,             \
-             unsigned int, unsigned int, unsigned int, unsigned int,           \
-             CUstream, void **, void **))                                      \
+             unsigned int, unsigned int, unsigned int, unsigned int, CUstream, \
+             void **, void **))                                                \
   X(cuStreamCreate, "cuStreamCreate", CUresult(CUstream *, unsigned int))      \
   X(cuStreamDestroy, "cuStreamDestroy_v2", CUresult(CUstream))                 \
   X(cuStreamSynchronize, "cuStreamSynchronize", CUresult(CUstream))            \

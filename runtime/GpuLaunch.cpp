@@ -101,9 +101,9 @@ struct ThreadGpu {
   int32_t defaultDevice = -1; ///< mgpuSetDefaultDevice's, -1 if none.
   int32_t pendingStatus = KINA_STATUS_SUCCESS;
   std::string pendingMessage;
-  const DriverApi *api = nullptr;   ///< Set once the thread made a stream.
-  std::vector<CUstream> streams;    ///< By device ordinal.
-  std::vector<CUcontext> contexts;  ///< Primary contexts, by ordinal.
+  const DriverApi *api = nullptr;  ///< Set once the thread made a stream.
+  std::vector<CUstream> streams;   ///< By device ordinal.
+  std::vector<CUcontext> contexts; ///< Primary contexts, by ordinal.
 
   ~ThreadGpu() {
     if (!api)
@@ -161,9 +161,8 @@ int32_t pendLast(int32_t status) noexcept {
 int32_t pendCuda(const DriverApi &api, CUresult result, const char *where,
                  const std::string &what) noexcept {
   try {
-    return pend(result == CUDA_ERROR_OUT_OF_MEMORY
-                    ? KINA_STATUS_RESOURCE_ERROR
-                    : KINA_STATUS_GPU_ERROR,
+    return pend(result == CUDA_ERROR_OUT_OF_MEMORY ? KINA_STATUS_RESOURCE_ERROR
+                                                   : KINA_STATUS_GPU_ERROR,
                 std::string(where) + ": " + what + ": " +
                     cuda::describeResult(&api, result));
   } catch (...) {
@@ -298,8 +297,7 @@ int32_t guarded(const char *where, Body &&body) noexcept {
 
 /// Loads `module` on the active device if needed (under its lock) and
 /// returns the function `name`, or null with a pending error.
-CUfunction moduleFunction(Active &active, GpuModule &module,
-                          const char *name) {
+CUfunction moduleFunction(Active &active, GpuModule &module, const char *name) {
   const DriverApi &api = active.api();
   std::lock_guard<std::mutex> lock(module.mutex);
   if (module.devices.size() <= static_cast<size_t>(active.device))
@@ -398,7 +396,8 @@ void *mgpuModuleLoad(void *data, size_t gpuBlobSize) {
 }
 
 void *mgpuModuleLoadJIT(void *data, int optLevel) {
-  void *handle = mgpuModuleLoad(data, data ? std::strlen(static_cast<const char *>(data)) + 1 : 0);
+  void *handle = mgpuModuleLoad(
+      data, data ? std::strlen(static_cast<const char *>(data)) + 1 : 0);
   if (handle) {
     static_cast<GpuModule *>(handle)->ptx = true;
     static_cast<GpuModule *>(handle)->optLevel = optLevel;
@@ -421,9 +420,8 @@ void mgpuModuleUnload(void *module) {
     for (const GpuModule::PerDevice &loaded : devices)
       anyLoaded = anyLoaded || loaded.module;
     // A binary that never ran needs no driver (there may be none).
-    if (anyLoaded &&
-        kina::rt::cuda::loadDriver("mgpuModuleUnload", driver) ==
-            KINA_STATUS_SUCCESS) {
+    if (anyLoaded && kina::rt::cuda::loadDriver("mgpuModuleUnload", driver) ==
+                         KINA_STATUS_SUCCESS) {
       const kina::rt::cuda::DriverApi &api = driver->api;
       kina::rt::gpu::FunctionTable &table = kina::rt::gpu::functionTable();
       for (const GpuModule::PerDevice &loaded : devices) {
@@ -495,16 +493,14 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
     for (intptr_t dim : dims)
       if (!kina::rt::gpu::fitsUnsigned(dim) || smem < 0) {
         char text[256];
-        std::snprintf(text, sizeof(text),
-                      "%s: launch configuration out of range (grid %jd x %jd "
-                      "x %jd, block %jd x %jd x %jd, %d bytes of shared "
-                      "memory)",
-                      where, static_cast<intmax_t>(gridX),
-                      static_cast<intmax_t>(gridY),
-                      static_cast<intmax_t>(gridZ),
-                      static_cast<intmax_t>(blockX),
-                      static_cast<intmax_t>(blockY),
-                      static_cast<intmax_t>(blockZ), smem);
+        std::snprintf(
+            text, sizeof(text),
+            "%s: launch configuration out of range (grid %jd x %jd "
+            "x %jd, block %jd x %jd x %jd, %d bytes of shared "
+            "memory)",
+            where, static_cast<intmax_t>(gridX), static_cast<intmax_t>(gridY),
+            static_cast<intmax_t>(gridZ), static_cast<intmax_t>(blockX),
+            static_cast<intmax_t>(blockY), static_cast<intmax_t>(blockZ), smem);
         return kina::rt::gpu::pend(KINA_STATUS_GPU_ERROR, text);
       }
     // An empty grid (a size-0 tensor) has nothing to run.
@@ -546,14 +542,13 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                     " (grid %jd x %jd x %jd, block %jd x %jd x %jd, %d bytes "
                     "of shared memory)",
                     static_cast<intmax_t>(gridX), static_cast<intmax_t>(gridY),
-                    static_cast<intmax_t>(gridZ),
-                    static_cast<intmax_t>(blockX),
+                    static_cast<intmax_t>(gridZ), static_cast<intmax_t>(blockX),
                     static_cast<intmax_t>(blockY),
                     static_cast<intmax_t>(blockZ), smem);
-      return kina::rt::gpu::pendCuda(
-          api, result, where,
-          "cuLaunchKernel of " + kina::rt::gpu::functionName(kernel) + config +
-              " failed");
+      return kina::rt::gpu::pendCuda(api, result, where,
+                                     "cuLaunchKernel of " +
+                                         kina::rt::gpu::functionName(kernel) +
+                                         config + " failed");
     }
     return KINA_STATUS_SUCCESS;
   });
@@ -712,11 +707,9 @@ void *mgpuMemAlloc(uint64_t sizeBytes, void * /*stream*/, bool isHostShared) {
     if (status != KINA_STATUS_SUCCESS)
       return status;
     size_t bytes = sizeBytes ? static_cast<size_t>(sizeBytes) : 1;
-    CUresult result =
-        isHostShared
-            ? active.api().cuMemAllocManaged(&address, bytes,
-                                             CU_MEM_ATTACH_GLOBAL)
-            : active.api().cuMemAlloc(&address, bytes);
+    CUresult result = isHostShared ? active.api().cuMemAllocManaged(
+                                         &address, bytes, CU_MEM_ATTACH_GLOBAL)
+                                   : active.api().cuMemAlloc(&address, bytes);
     if (result != CUDA_SUCCESS) {
       address = 0;
       return kina::rt::gpu::pendCuda(
@@ -757,15 +750,14 @@ void mgpuMemcpy(void *destination, void *source, size_t sizeBytes,
     int32_t status = active.open();
     if (status != KINA_STATUS_SUCCESS)
       return status;
-    CUresult result = active.api().cuMemcpyAsync(
-        kina::rt::gpu::devicePointer(destination),
-        kina::rt::gpu::devicePointer(source), sizeBytes,
-        static_cast<CUstream>(stream));
+    CUresult result =
+        active.api().cuMemcpyAsync(kina::rt::gpu::devicePointer(destination),
+                                   kina::rt::gpu::devicePointer(source),
+                                   sizeBytes, static_cast<CUstream>(stream));
     if (result != CUDA_SUCCESS)
-      return kina::rt::gpu::pendCuda(active.api(), result, where,
-                                     "cuMemcpyAsync of " +
-                                         std::to_string(sizeBytes) +
-                                         " bytes failed");
+      return kina::rt::gpu::pendCuda(
+          active.api(), result, where,
+          "cuMemcpyAsync of " + std::to_string(sizeBytes) + " bytes failed");
     return KINA_STATUS_SUCCESS;
   });
 }
@@ -880,9 +872,9 @@ int32_t kina_rt_gpu_check_argument(const void *allocated, const char *function,
     char address[32];
     std::snprintf(address, sizeof(address), "%p", allocated);
     unsigned int memoryType = 0;
-    CUresult result = api.cuPointerGetAttribute(
-        &memoryType, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-        kina::rt::gpu::devicePointer(allocated));
+    CUresult result =
+        api.cuPointerGetAttribute(&memoryType, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                  kina::rt::gpu::devicePointer(allocated));
     if (result == CUDA_ERROR_INVALID_VALUE)
       return kina::rt::fail(
           KINA_STATUS_VALIDATION_ERROR,
@@ -895,43 +887,42 @@ int32_t kina_rt_gpu_check_argument(const void *allocated, const char *function,
       return kina::rt::fail(
           KINA_STATUS_GPU_ERROR,
           std::string(where) + ": cuPointerGetAttribute(MEMORY_TYPE) of " +
-              name + " failed: " +
-              kina::rt::cuda::describeResult(&api, result));
+              name +
+              " failed: " + kina::rt::cuda::describeResult(&api, result));
     if (memoryType != CU_MEMORYTYPE_DEVICE)
       return KINA_STATUS_SUCCESS; // Page-locked host memory: mapped.
     unsigned int managed = 0;
-    result = api.cuPointerGetAttribute(&managed,
-                                       CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                                       kina::rt::gpu::devicePointer(allocated));
+    result =
+        api.cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                  kina::rt::gpu::devicePointer(allocated));
     if (result != CUDA_SUCCESS)
       return kina::rt::fail(
           KINA_STATUS_GPU_ERROR,
           std::string(where) + ": cuPointerGetAttribute(IS_MANAGED) of " +
-              name + " failed: " +
-              kina::rt::cuda::describeResult(&api, result));
+              name +
+              " failed: " + kina::rt::cuda::describeResult(&api, result));
     if (managed)
       return KINA_STATUS_SUCCESS; // Any device can read managed memory.
     int ordinal = -1;
-    result = api.cuPointerGetAttribute(&ordinal,
-                                       CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                       kina::rt::gpu::devicePointer(allocated));
+    result =
+        api.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                  kina::rt::gpu::devicePointer(allocated));
     if (result != CUDA_SUCCESS)
       return kina::rt::fail(
           KINA_STATUS_GPU_ERROR,
           std::string(where) + ": cuPointerGetAttribute(DEVICE_ORDINAL) of " +
-              name + " failed: " +
-              kina::rt::cuda::describeResult(&api, result));
+              name +
+              " failed: " + kina::rt::cuda::describeResult(&api, result));
     int32_t device = 0;
     status = kina::rt::gpu::selectedDevice(where, device);
     if (status != KINA_STATUS_SUCCESS)
       return status;
     if (ordinal != device)
-      return kina::rt::fail(KINA_STATUS_VALIDATION_ERROR,
-                            std::string(where) + ": " + name + " (" + address +
-                                ") is device memory of CUDA device " +
-                                std::to_string(ordinal) +
-                                ", but the call runs on CUDA device " +
-                                std::to_string(device));
+      return kina::rt::fail(
+          KINA_STATUS_VALIDATION_ERROR,
+          std::string(where) + ": " + name + " (" + address +
+              ") is device memory of CUDA device " + std::to_string(ordinal) +
+              ", but the call runs on CUDA device " + std::to_string(device));
     return KINA_STATUS_SUCCESS;
   });
 }

@@ -166,7 +166,8 @@ std::string emitHeader(const Module &module, const std::string &prefix,
      << " * Target: " << target << " (kinac --target=" << target << ").\n";
   if (target == "cuda")
     os << " * Argument memory: every argument must be CUDA managed or device\n"
-       << " * memory (cudaMallocManaged, cudaMalloc, a PyTorch CUDA tensor, or\n"
+       << " * memory (cudaMallocManaged, cudaMalloc, a PyTorch CUDA tensor, "
+          "or\n"
        << " * _mlir_ciface_runtime_gpu_alloc_unranked); ordinary host memory\n"
        << " * makes the entry return 1 naming the argument. Results are CUDA\n"
        << " * managed memory the host can read when the entry has returned;\n"
@@ -203,7 +204,9 @@ std::string emitHeader(const Module &module, const std::string &prefix,
           "failure\n"
        << " * the result descriptors are zeroed. Returns 0, 1 (validation), "
           "2\n"
-       << " * (allocation refused) or 5 (internal). */\n"
+       << (target == "cuda"
+               ? " * (allocation refused), 3 (CUDA error) or 5 (internal). */\n"
+               : " * (allocation refused) or 5 (internal). */\n")
        << "int32_t kina_" << name << "(";
     std::vector<std::string> params = paramNames(fn);
     bool first = true;

@@ -231,8 +231,8 @@ int runKinaRun(const Options &opts) {
         int64_t rank;
         void *descriptor;
       } unranked{static_cast<int64_t>(a.shape.size()), managed.address()};
-      int32_t status = module.gpuAllocate(&unranked,
-                                          static_cast<int32_t>(arg.element.size));
+      int32_t status =
+          module.gpuAllocate(&unranked, static_cast<int32_t>(arg.element.size));
       if (status != KINA_STATUS_SUCCESS) {
         error("cannot allocate CUDA managed memory for argument %" + arg.name +
               " of " + where + ": " + module.lastError());

@@ -1572,8 +1572,9 @@ def run_case(name, builder, opts):
 
 def export_cases(selected, out):
     """--export-cases: one conformance-format case per run of every case
-    (its functions renamed per run, `@f` -> `@f__r<k>`, so the runs of a
-    case and several cases compile into one module), in groups of 8 cases.
+    (its functions renamed per case and run, `@f` -> `@f__<case>_r<k>`, so
+    the runs of 8 cases compile into one module; a group that does not
+    compile falls back to one module per run).
     Cases with more than one module or that kinac may refuse stay with the
     C harness only. Returns the number of case folders written."""
     os.makedirs(out, exist_ok=True)
@@ -1585,11 +1586,12 @@ def export_cases(selected, out):
         kir = re.sub(r"^\s*module\s+@\S+\s*$", "", c.kir, flags=re.M)
         defined = re.findall(r"\bfunc\s+(?:private\s+)?@([\w.]+)", kir)
         group = f"e2e_{index // 8}"
+        tag = re.sub(r"\W", "_", name)
         for k, run in enumerate(c.runs):
             renamed = kir
             for fn in defined:
                 renamed = re.sub(r"@" + re.escape(fn) + r"(?![\w.])",
-                                 f"@{fn}__r{k}", renamed)
+                                 f"@{fn}__{tag}_r{k}", renamed)
             folder = os.path.join(out, f"e2e_{name}__r{k}")
             os.makedirs(folder, exist_ok=True)
             with open(os.path.join(folder, "case.kir"), "w") as f:
@@ -1617,7 +1619,7 @@ def export_cases(selected, out):
                     outputs.append({"file": f"out{j}.npy", "dtype": t,
                                     "tolerance": tol if tol else "exact"})
             meta = {"name": f"e2e_{name}__r{k}",
-                    "function": f"{c.fn}__r{k}",
+                    "function": f"{c.fn}__{tag}_r{k}",
                     "group": group,
                     "expect": ({"status": run.status, "message": []}
                                if run.status else {"status": 0}),

@@ -53,9 +53,9 @@ struct StaticModule {
     // Without nvcc at build time, a few dummy bytes: registration must not
     // look at them.
     static const char dummy[16] = "not a fatbin";
-    handle = mgpuModuleLoad(
-        const_cast<char *>(binary.data ? binary.data : dummy),
-        binary.data ? binary.size : sizeof(dummy));
+    handle =
+        mgpuModuleLoad(const_cast<char *>(binary.data ? binary.data : dummy),
+                       binary.data ? binary.size : sizeof(dummy));
   }
   ~StaticModule() { mgpuModuleUnload(handle); } // As at a program's exit.
 };
@@ -365,10 +365,9 @@ TEST_F(GpuLaunch, EightThreadsLaunchConcurrently) {
         ManagedVector x(n), y(n);
         fillSaxpy(x, y, n);
         int32_t status = runSaxpy(staticModule.handle, a, x, y, n);
-        std::string problem =
-            status ? "status " + std::to_string(status) + ": " +
-                         kina_last_error()
-                   : checkSaxpy(y, a, n);
+        std::string problem = status ? "status " + std::to_string(status) +
+                                           ": " + kina_last_error()
+                                     : checkSaxpy(y, a, n);
         void *stream = mgpuStreamCreate();
         if (problem.empty() && myStream && stream != myStream)
           problem = "the thread's stream changed";
@@ -438,7 +437,8 @@ TEST_F(GpuLaunch, LaunchErrorsComeBackFromExit) {
   // 4096 threads per block: CUDA_ERROR_INVALID_VALUE, not sticky.
   kina_rt_begin_call();
   ASSERT_EQ(kina_rt_gpu_enter(), 0) << kina_last_error();
-  void *function = mgpuModuleGetFunction(staticModule.handle, "kina_test_saxpy");
+  void *function =
+      mgpuModuleGetFunction(staticModule.handle, "kina_test_saxpy");
   ASSERT_NE(function, nullptr) << kina_last_error();
   void *stream = mgpuStreamCreate();
   mgpuLaunchKernel(function, 1, 1, 1, 4096, 1, 1, 0, stream, params, nullptr,
@@ -488,8 +488,8 @@ TEST_F(GpuLaunch, TenThousandCallsLeakNothing) {
     fillSaxpy(x, y, n);
     float a = static_cast<float>(i % 7);
     int32_t status = runSaxpy(staticModule.handle, a, x, y, n);
-    bool ok = status == 0 && y.data()[n - 1] ==
-                                 a * static_cast<float>((n - 1) % 97) + 1.0f;
+    bool ok = status == 0 &&
+              y.data()[n - 1] == a * static_cast<float>((n - 1) % 97) + 1.0f;
     EXPECT_EQ(runtime_free(x.allocated()), 0);
     EXPECT_EQ(runtime_free(y.allocated()), 0);
     return ok;
@@ -519,8 +519,8 @@ TEST_F(GpuLaunch, TenThousandCallsLeakNothing) {
   EXPECT_EQ(kina::rt::gpu::moduleLoadCount(), loads);
   // Flat: the driver may keep a page or two of its own, never one per call
   // (10^4 calls of 2 x 16 KiB would be 320 MB).
-  int64_t lost = static_cast<int64_t>(freeBefore) -
-                 static_cast<int64_t>(freeAfter);
+  int64_t lost =
+      static_cast<int64_t>(freeBefore) - static_cast<int64_t>(freeAfter);
   EXPECT_LE(lost, 4 << 20) << "device memory lost over " << calls << " calls";
 }
 

@@ -20,8 +20,7 @@
 void _mlir_ciface_saxpy(float a, KinaMemRef1 *x, KinaMemRef1 *y);
 
 const char *kina_module_manifest(void);
-int32_t kina_axpy(KinaMemRef1 *out, const KinaMemRef1 *x,
-                  const KinaMemRef1 *y);
+int32_t kina_axpy(KinaMemRef1 *out, const KinaMemRef1 *x, const KinaMemRef1 *y);
 
 const char *kina_module_manifest(void) {
   return "{\n"
@@ -59,8 +58,8 @@ int32_t kina_axpy(KinaMemRef1 *out, const KinaMemRef1 *x,
   kina_rt_begin_call();
   memset(out, 0, sizeof *out);
   if (x->sizes[0] != y->sizes[0])
-    return kina_rt_shape_error("axpy: N is {0} in x and {1} in y",
-                               x->sizes[0], y->sizes[0]);
+    return kina_rt_shape_error("axpy: N is {0} in x and {1} in y", x->sizes[0],
+                               y->sizes[0]);
   if ((status = kina_rt_gpu_enter()) != 0)
     return status;
   if ((status = kina_rt_gpu_check_argument(x->allocated, "kina_axpy", "x")) ||

@@ -29,7 +29,7 @@ void _mlir_ciface_saxpy(float a, KinaMemRef1 *x, KinaMemRef1 *y);
 #define CHECK(condition)                                                       \
   do {                                                                         \
     if (!(condition)) {                                                        \
-      printf("mlir-gpu: line %d: %s failed (last error: %s)\n", __LINE__,     \
+      printf("mlir-gpu: line %d: %s failed (last error: %s)\n", __LINE__,      \
              #condition, kina_last_error());                                   \
       return 1;                                                                \
     }                                                                          \
