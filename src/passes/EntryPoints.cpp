@@ -50,23 +50,18 @@
 using namespace mlir;
 
 namespace kina {
+#define GEN_PASS_DEF_ENTRYPOINTSPASS
+#include "kina/Passes.h.inc"
+
 namespace {
 
-class EntryPointsPass
-    : public PassWrapper<EntryPointsPass, OperationPass<ModuleOp>> {
+class EntryPointsPass : public impl::EntryPointsPassBase<EntryPointsPass> {
 public:
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(EntryPointsPass)
-  explicit EntryPointsPass(VersionStamp stamp) : stamp(std::move(stamp)) {}
-  StringRef getArgument() const override { return "kina-entry-points"; }
-  StringRef getDescription() const override {
-    return "Add the status entry kina_<fn> of each exported function";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<cf::ControlFlowDialect, LLVM::LLVMDialect,
-                    arith::ArithDialect, func::FuncDialect>();
-  }
+  using Base::Base;
 
   void runOnOperation() override {
+    stamp.abiVersion = abiVersion;
+    stamp.compiler = compiler;
     // The functions first: the entries are added to the same module.
     SmallVector<func::FuncOp> exported;
     for (auto fn : getOperation().getOps<func::FuncOp>())
@@ -80,6 +75,7 @@ public:
   }
 
 private:
+  /// The options abi-version and compiler, read at the start of each run.
   VersionStamp stamp;
   unsigned messageCounter = 0;
 
@@ -452,8 +448,11 @@ LogicalResult EntryPointsPass::buildEntry(func::FuncOp callee,
 
 } // namespace
 
-std::unique_ptr<Pass> createEntryPointsPass(VersionStamp stamp) {
-  return std::make_unique<EntryPointsPass>(std::move(stamp));
+std::unique_ptr<Pass> createEntryPointsPass(const VersionStamp &stamp) {
+  EntryPointsPassOptions options;
+  options.abiVersion = stamp.abiVersion;
+  options.compiler = stamp.compiler;
+  return createEntryPointsPass(std::move(options));
 }
 
 } // namespace kina
