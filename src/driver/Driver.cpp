@@ -21,6 +21,7 @@
 #include "kina/MLIRGen.h"
 #include "kina/Manifest.h"
 #include "kina/Pipeline.h"
+#include "kina/Target.h"
 #include "kina/RuntimeConfig.h"
 #include "kina/ToolRunner.h"
 
@@ -524,19 +525,22 @@ std::optional<std::string> Compilation::generate(const std::string &input,
   if (stage == EmitStage::Mlir)
     return print(*mlirModule, opts.printDebugInfo);
 
-  PipelineOptions pipeline;
+  // --target was checked against the registry when the options were read.
+  const Target *target = lookupTarget(opts.target);
+  TargetOptions pipeline;
   pipeline.optLevel = opts.optLevel;
-  pipeline.target = opts.target;
   pipeline.symbolPrefix = opts.symbolPrefix;
   pipeline.stamp.abiVersion = opts.abiVersion;
   pipeline.stamp.compiler = "kinac " KINA_VERSION;
+  pipeline.mcpu = opts.mcpu;
   // Every failure from here on is kinac's bug: reported as an internal
   // error naming the pass, its diagnostics inside the report.
   {
     PipelineWatch watch(ctx, opts.forced);
-    pipeline.instrument = [&](mlir::PassManager &pm) { watch.instrument(pm); };
+    auto instrument = [&](mlir::PassManager &pm) { watch.instrument(pm); };
     if (mlir::failed(timer.time("pipeline", [&] {
-          return lowerToLLVMDialect(*mlirModule, module, pipeline);
+          return lowerToLLVMDialect(*mlirModule, *target, pipeline,
+                                    instrument);
         }))) {
       watch.report();
       return std::nullopt;
@@ -622,7 +626,8 @@ Error resolveProcessor(std::string &mcpu) {
   }
   InitializeNativeTarget();
   std::string triple = sys::getDefaultTargetTriple(), error;
-  const Target *target = TargetRegistry::lookupTarget(Triple(triple), error);
+  const llvm::Target *target =
+      TargetRegistry::lookupTarget(Triple(triple), error);
   if (!target)
     return createStringError(inconvertibleErrorCode(),
                              "no code generator for target '" + triple +
@@ -1153,6 +1158,7 @@ std::optional<std::string> Compilation::buildShared(const std::string &input) {
 int runDriver(int argc, char **argv) {
   installInterruptHandler();
   installCrashReporting(argv[0]);
+  registerAllTargets();
   DriverOptions opts;
   CLI::App app{
       "kinac: ahead-of-time compiler for Kina IR (version " KINA_VERSION ")",
@@ -1172,8 +1178,12 @@ int runDriver(int argc, char **argv) {
                              "header", "manifest", "shared"}));
   app.add_option("-O", opts.optLevel, "Optimisation level 0..3 (default 2)")
       ->check(CLI::Range(0, 3));
-  app.add_option("--target", opts.target, "Code generation target: cpu")
-      ->check(CLI::IsMember({"cpu"}));
+  std::vector<std::string> targetNames;
+  for (const Target *target : allTargets())
+    targetNames.push_back(target->name().str());
+  app.add_option("--target", opts.target,
+                 "Code generation target: " + knownTargetNames())
+      ->check(CLI::IsMember(targetNames));
   app.add_option("--mcpu", opts.mcpu,
                  "Processor to generate code for, as llc names it (e.g. "
                  "x86-64-v3, znver3, skylake-avx512), or 'native' for this "
@@ -1276,6 +1286,14 @@ int runDriver(int argc, char **argv) {
   if (Error err = resolveProcessor(opts.mcpu)) {
     driverError(toString(std::move(err)));
     return ExitFailure;
+  }
+  {
+    TargetOptions targetOptions;
+    targetOptions.mcpu = opts.mcpu;
+    if (Error err = lookupTarget(opts.target)->checkAvailable(targetOptions)) {
+      driverError(toString(std::move(err)));
+      return ExitFailure;
+    }
   }
 
   if (opts.printLinkFlags) {
