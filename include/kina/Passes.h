@@ -1,22 +1,75 @@
 //===- Passes.h - kinac's own passes between MLIR's upstream ones ---------===//
 //
-// The passes that make compiled code follow the Kina ABI (spec, "ABI"):
-//  - buffer ownership: after one-shot bufferization, every function returns
-//    freshly allocated buffers the caller owns, temporaries are released after
-//    their last use, each allocation, call result and run-time shape check is
-//    followed by an early return (null result descriptors, temporaries freed)
-//    on failure;
-//  - entry points: the status entry `int32_t kina_<fn>(results..., args...)`
-//    that validates the caller's descriptors against the Kina signature;
-//  - lowering to the LLVM dialect, where every `memref.alloc` becomes a call
-//    of the runtime's unranked allocation function and `memref.dealloc` a
-//    call of `runtime_free`.
+// The passes every target's pipeline shares (src/passes/, one file each;
+// src/passes/workarounds/ for those that step around MLIR 22 bugs). They are
+// declared in Passes.td; this header includes what TableGen generates from
+// it: for each pass `XPass`, the options struct `XPassOptions` and
+// `createXPass()` / `createXPass(XPassOptions)`, and
+// `registerKinaPasses()`, which registers them all (kina-opt calls it). They
+// read what they need from the IR (kina/IRConventions.h), never from the
+// front end's AST, so each runs alone in `kina-opt`; docs/architecture.md
+// gives the order the targets' pipelines run them in. The passes:
+//
+//  - kina-read-only-arguments: every argument of every function with a body
+//    gets `bufferization.writable = false` (arguments are the caller's
+//    memory: one-shot bufferization must copy rather than write them). On
+//    MLIRGen's module on tensors, before one-shot bufferization.
+//  - kina-elementwise-fusion: MLIR's `linalg-fuse-elementwise-ops` with two
+//    fusions refused: a reshape folded by expansion into an op of more than
+//    KINA_MAX_RANK loops (the runtime allocates at most rank 8), and a
+//    producer that reads its init fused through a broadcasting map
+//    (src/passes/workarounds/ElementwiseFusion.cpp). On tensors, before
+//    bufferization, at -O1 and above.
+//  - kina-empty-reshape: each `tensor.collapse_shape` and
+//    `tensor.expand_shape` whose source has a static 0 dim becomes a
+//    `tensor.empty` of its result's sizes: MLIR 22's bufferization turns a
+//    collapse of `?x0` into a memref op its own verifier rejects
+//    (src/passes/workarounds/EmptyReshape.cpp). Just before one-shot
+//    bufferization.
+//  - kina-buffer-ownership: on the bufferized module (functions of memrefs,
+//    one block each), every function returns freshly allocated buffers the
+//    caller owns, temporaries are released after their last use, each
+//    allocation, call result and run-time shape check (`@__kina_check`) is
+//    followed by an early return (null result descriptors, temporaries
+//    freed) on failure.
+//  - kina-entry-points (options abi-version, compiler): adds `func.func
+//    @kina_<f>(!llvm.ptr..., !llvm.ptr...) -> i32` for each exported function
+//    `@f` (public, with a body, carrying a Kina signature: the parameter
+//    names and symbolic dims, which MLIR types do not carry, come from its
+//    attributes): the status entry `int32_t kina_<f>(results..., args...)`
+//    that validates the caller's descriptors against the Kina signature.
+//    Each entry checks the ABI version against the runtime once per process
+//    (an internal flag `__kina_version_checked` per object). After
+//    kina-buffer-ownership. Fails with an error at the function when its
+//    signature attributes are malformed or `kina_<f>` already exists.
+//  - kina-matmul-kernel: each `linalg.matmul` over row-major f32 or f64
+//    memrefs becomes a register-tiled, vectorised micro-kernel (scf loops,
+//    vector.load/fma/store; src/passes/MatmulKernel.cpp): panels of two
+//    vectors, then one vector, then one masked vector for the columns left
+//    below one vector; rows in tiles of 4, then one at a time. On the
+//    bufferized module before `convert-linalg-to-loops`, at -O1 and above;
+//    same results as the scalar loops up to fused multiply-adds.
+//  - kina-expand-shape: each `memref.expand_shape` of a rank-1, unit-stride
+//    memref becomes `memref.reinterpret_cast` of its base buffer with
+//    row-major strides, as `expand-strided-metadata` would, which in MLIR 22
+//    crashes when one reassociation group holds several dynamic dims
+//    (src/passes/workarounds/ExpandShape.cpp). Just before that pass.
+//  - kina-lower-to-llvm (option alloc-function): arith, math, cf, func,
+//    memref, vector, index and ub to the LLVM dialect in one conversion,
+//    every `memref.alloc` a call of the runtime's unranked allocation
+//    function `alloc-function` (kHostAllocFunction, the default, for the cpu
+//    target) and every `memref.dealloc` a call of `runtime_free`.
+//  - kina-internalize: renames each Kina function's LLVM implementation `@f`
+//    (an `llvm.func` carrying a Kina signature that is not the C-interface
+//    wrapper `_mlir_ciface_<g>` of one) to `__kina_fn_<f>` with internal
+//    linkage, so only `kina_f` and `_mlir_ciface_f` are exported, and
+//    removes the signature attributes from every function. On the
+//    LLVM-dialect module, last.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KINA_PASSES_H
 #define KINA_PASSES_H
 
-#include "kina/AST.h"
 #include "kina/abi.h"
 
 #include "mlir/Pass/Pass.h"
@@ -26,9 +79,8 @@
 
 namespace kina {
 
-/// Runs on a bufferized module (functions of memrefs, one block each, as
-/// MLIRGen and one-shot bufferization produce). See the file comment above.
-std::unique_ptr<mlir::Pass> createBufferOwnershipPass();
+#define GEN_PASS_DECL
+#include "kina/Passes.h.inc"
 
 /// What an object records about the compiler that wrote it: the string
 /// global `__kina_version_stamp` ("<compiler>, Kina ABI <abiVersion>", seen
@@ -41,62 +93,20 @@ struct VersionStamp {
   std::string compiler = "kinac";
 };
 
-/// Adds `func.func @kina_<prefix><fn>(!llvm.ptr..., !llvm.ptr...) -> i32`
-/// for each exported function of `module` (the checked Kina AST gives the
-/// parameter names and symbolic dims, which MLIR types do not carry). Runs
-/// on the bufferized module, after the buffer-ownership pass. `module` must
-/// outlive the pass. Each entry checks `stamp` against the runtime once per
-/// process (an internal flag `__kina_version_checked` per object).
-std::unique_ptr<mlir::Pass> createEntryPointsPass(const Module *module,
-                                                  std::string symbolPrefix,
-                                                  VersionStamp stamp = {});
+/// kina-entry-points with the options abi-version and compiler taken from
+/// `stamp`.
+std::unique_ptr<mlir::Pass> createEntryPointsPass(const VersionStamp &stamp);
 
-/// Rewrites each `linalg.matmul` over row-major f32 or f64 memrefs into a
-/// register-tiled, vectorised micro-kernel (scf loops, vector.load/fma/
-/// store; src/lowering/MatmulKernel.cpp), with the columns left below one
-/// vector as a smaller `linalg.matmul`. Runs on the bufferized module before
-/// `linalg-to-loops`; same results as the scalar loops up to fused
-/// multiply-adds.
-std::unique_ptr<mlir::Pass> createMatmulKernelPass();
-
-/// Rewrites each `memref.expand_shape` of a rank-1, unit-stride memref as
-/// `memref.reinterpret_cast` of its base buffer with row-major strides, as
-/// `expand-strided-metadata` would, which in MLIR 22 crashes when one
-/// reassociation group holds several dynamic dims
-/// (src/lowering/Workarounds.cpp). Runs before that pass.
-std::unique_ptr<mlir::Pass> createExpandShapePass();
-
-/// Replaces each `tensor.collapse_shape` and `tensor.expand_shape` whose
-/// source has a static 0 dim by a `tensor.empty` of its result's sizes: MLIR
-/// 22's bufferization turns a collapse of `?x0` into a memref op its own
-/// verifier rejects (src/lowering/Workarounds.cpp). Runs just before
-/// one-shot bufferization.
-std::unique_ptr<mlir::Pass> createEmptyReshapePass();
-
-/// MLIR's `linalg-fuse-elementwise-ops` with two fusions refused: a reshape
-/// folded by expansion into an op of more than kMaxRank loops (the runtime
-/// allocates at most rank 8), and a producer that reads its init fused
-/// through a broadcasting map (src/lowering/Workarounds.cpp). Runs on
-/// tensors, before bufferization, at -O1 and above.
-std::unique_ptr<mlir::Pass> createElementwiseFusionPass();
-
-/// MLIR's canonicalizer without the arith patterns that fold
-/// `truncf(sitofp x)` into one `sitofp` (a single rounding where Kina's two
-/// casts round twice; src/lowering/Workarounds.cpp). Use it for every
-/// canonicalization of the pipeline.
-std::unique_ptr<mlir::Pass> createCanonicalizerPass();
-
-/// Lowers arith, math, cf, func, memref, vector, index and ub to the LLVM
-/// dialect in one conversion, with allocations going to the runtime function
-/// named `allocFunction` (`_mlir_ciface_runtime_host_alloc_unranked` for the
-/// CPU target) and deallocations to `runtime_free`.
+/// kina-lower-to-llvm with allocations calling the runtime function named
+/// `allocFunction` (kHostAllocFunction, kGpuAllocFunction).
 std::unique_ptr<mlir::Pass> createLowerToLLVMPass(std::string allocFunction);
 
-/// Renames each Kina function's LLVM implementation `@f` to
-/// `__kina_fn_<f>` with internal linkage, so only `kina_f` and
-/// `_mlir_ciface_f` are exported. Runs on the LLVM-dialect module.
-std::unique_ptr<mlir::Pass> createInternalizePass(const Module *module,
-                                                  std::string symbolPrefix);
+/// MLIR's `canonicalize` without the arith patterns that fold
+/// `truncf(sitofp x)` into one `sitofp` (a single rounding where Kina's two
+/// casts round twice; src/passes/workarounds/Canonicalizer.cpp). Use it for
+/// every canonicalization of a pipeline. Not a registered pass of its own:
+/// upstream `canonicalize` with its `disable-patterns` option set.
+std::unique_ptr<mlir::Pass> createCanonicalizerPass();
 
 /// Name of the runtime's host (CPU target) allocation function.
 inline constexpr const char *kHostAllocFunction =
@@ -104,6 +114,9 @@ inline constexpr const char *kHostAllocFunction =
 /// Name of the runtime's CUDA-managed allocation function.
 inline constexpr const char *kGpuAllocFunction =
     "_mlir_ciface_runtime_gpu_alloc_unranked";
+
+#define GEN_PASS_REGISTRATION
+#include "kina/Passes.h.inc"
 
 } // namespace kina
 

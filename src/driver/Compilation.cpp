@@ -17,6 +17,7 @@
 #include "kina/MLIRGen.h"
 #include "kina/Manifest.h"
 #include "kina/Pipeline.h"
+#include "kina/Target.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -139,19 +140,22 @@ std::optional<std::string> Compilation::generate(const std::string &input,
   if (stage == EmitStage::Mlir)
     return print(*mlirModule, opts.printDebugInfo);
 
-  PipelineOptions pipeline;
+  // --target was checked against the registry when the options were read.
+  const Target *target = lookupTarget(opts.target);
+  TargetOptions pipeline;
   pipeline.optLevel = opts.optLevel;
-  pipeline.target = opts.target;
   pipeline.symbolPrefix = opts.symbolPrefix;
   pipeline.stamp.abiVersion = opts.abiVersion;
   pipeline.stamp.compiler = "kinac " KINA_VERSION;
+  pipeline.mcpu = opts.mcpu;
   // Every failure from here on is kinac's bug: reported as an internal
   // error naming the pass, its diagnostics inside the report.
   {
     PipelineWatch watch(ctx, opts.forced);
-    pipeline.instrument = [&](mlir::PassManager &pm) { watch.instrument(pm); };
+    auto instrument = [&](mlir::PassManager &pm) { watch.instrument(pm); };
     if (mlir::failed(timer.time("pipeline", [&] {
-          return lowerToLLVMDialect(*mlirModule, module, pipeline);
+          return lowerToLLVMDialect(*mlirModule, *target, pipeline,
+                                    instrument);
         }))) {
       watch.report();
       return std::nullopt;
@@ -237,7 +241,8 @@ Error resolveProcessor(std::string &mcpu) {
   }
   InitializeNativeTarget();
   std::string triple = sys::getDefaultTargetTriple(), error;
-  const Target *target = TargetRegistry::lookupTarget(Triple(triple), error);
+  const llvm::Target *target =
+      TargetRegistry::lookupTarget(Triple(triple), error);
   if (!target)
     return createStringError(inconvertibleErrorCode(),
                              "no code generator for target '" + triple +

@@ -141,6 +141,7 @@ int runDriver(int argc, char **argv) {
   using namespace driver;
   installInterruptHandler();
   installCrashReporting(argv[0]);
+  registerAllTargets();
   DriverOptions opts;
   if (std::optional<int> rc = parseCommandLine(argc, argv, opts))
     return *rc;

@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "DriverImpl.h"
 
+#include "kina/Target.h"
+
 #include <CLI/CLI.hpp>
 
 #ifndef KINA_VERSION
@@ -200,8 +202,12 @@ void addOptions(CLI::App &app, DriverOptions &opts) {
                              "header", "manifest", "shared"}));
   app.add_option("-O", opts.optLevel, "Optimisation level 0..3 (default 2)")
       ->check(CLI::Range(0, 3));
-  app.add_option("--target", opts.target, "Code generation target: cpu")
-      ->check(CLI::IsMember({"cpu"}));
+  std::vector<std::string> targetNames;
+  for (const Target *target : allTargets())
+    targetNames.push_back(target->name().str());
+  app.add_option("--target", opts.target,
+                 "Code generation target: " + knownTargetNames())
+      ->check(CLI::IsMember(targetNames));
   app.add_option("--mcpu", opts.mcpu,
                  "Processor to generate code for, as llc names it (e.g. "
                  "x86-64-v3, znver3, skylake-avx512), or 'native' for this "
@@ -264,7 +270,8 @@ void preScanDiagnosticFormat(int argc, char **argv) {
 }
 
 /// The checks and conversions of parsed values: the diagnostics format,
-/// whether -O was given, the forced internal error, --mcpu.
+/// whether -O was given, the forced internal error, --mcpu, and whether the
+/// --target can generate code here (Target::checkAvailable).
 Error finishOptions(const CLI::App &app, DriverOptions &opts) {
   setDiagnosticFormat(*parseDiagnosticFormat(opts.diagnosticsFormat));
   opts.optExplicit = app.count("-O") > 0;
@@ -275,7 +282,11 @@ Error finishOptions(const CLI::App &app, DriverOptions &opts) {
       return forced.takeError();
     opts.forced = *forced;
   }
-  return resolveProcessor(opts.mcpu);
+  if (Error err = resolveProcessor(opts.mcpu))
+    return err;
+  TargetOptions targetOptions;
+  targetOptions.mcpu = opts.mcpu;
+  return lookupTarget(opts.target)->checkAvailable(targetOptions);
 }
 
 } // namespace
