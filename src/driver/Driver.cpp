@@ -12,6 +12,8 @@
 //===----------------------------------------------------------------------===//
 #include "DriverImpl.h"
 
+#include "kina/Target.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
