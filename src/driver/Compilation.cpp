@@ -154,8 +154,7 @@ std::optional<std::string> Compilation::generate(const std::string &input,
     PipelineWatch watch(ctx, opts.forced);
     auto instrument = [&](mlir::PassManager &pm) { watch.instrument(pm); };
     if (mlir::failed(timer.time("pipeline", [&] {
-          return lowerToLLVMDialect(*mlirModule, *target, pipeline,
-                                    instrument);
+          return lowerToLLVMDialect(*mlirModule, *target, pipeline, instrument);
         }))) {
       watch.report();
       return std::nullopt;
