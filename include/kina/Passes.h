@@ -46,10 +46,15 @@ struct VersionStamp {
 /// parameter names and symbolic dims, which MLIR types do not carry). Runs
 /// on the bufferized module, after the buffer-ownership pass. `module` must
 /// outlive the pass. Each entry checks `stamp` against the runtime once per
-/// process (an internal flag `__kina_version_checked` per object).
+/// process (an internal flag `__kina_version_checked` per object). With
+/// `gpu` (the cuda target), the entry also calls `kina_rt_gpu_enter` before
+/// the argument checks, `kina_rt_gpu_check_argument` for each argument's
+/// data (null when it has no elements) and `kina_rt_gpu_exit` after the
+/// call, returning their non-zero statuses (runtime.h; results freed).
 std::unique_ptr<mlir::Pass> createEntryPointsPass(const Module *module,
                                                   std::string symbolPrefix,
-                                                  VersionStamp stamp = {});
+                                                  VersionStamp stamp = {},
+                                                  bool gpu = false);
 
 /// Rewrites each `linalg.matmul` over row-major f32 or f64 memrefs into a
 /// register-tiled, vectorised micro-kernel (scf loops, vector.load/fma/

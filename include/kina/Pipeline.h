@@ -28,8 +28,24 @@ namespace kina {
 struct PipelineOptions {
   /// 0 disables the fusion and cleanup passes (-O0); 1..3 enable them.
   unsigned optLevel = 2;
-  /// `cpu` (host allocation) -- the only target lowered in this version.
+  /// `cpu` (host allocation) or `cuda` (GPU kernels, managed allocation:
+  /// src/targets/cuda, docs/cuda.md).
   std::string target = "cpu";
+  /// cuda: the SM the kernels are compiled for (--gpu-arch).
+  std::string gpuArch = "sm_90";
+  /// cuda: the CUDA Toolkit root (--cuda-path, CUDA_PATH, /usr/local/cuda;
+  /// resolved by the driver).
+  std::string cudaPath;
+  /// cuda: --allow-tf32 (no effect yet, docs/cuda.md).
+  bool allowTf32 = false;
+  /// cuda: stop after the kernels are outlined (`mlir-gpu`) or compiled to
+  /// PTX (`ptx`); empty: the whole pipeline.
+  std::string gpuStopAfter;
+  /// cuda: runs each stage of the pipeline (gpu-map, gpu-nvvm, gpu-ptxas,
+  /// host-llvm) and records its time (--time-stages); may be empty.
+  std::function<mlir::LogicalResult(llvm::StringRef,
+                                    llvm::function_ref<mlir::LogicalResult()>)>
+      timeStage;
   /// `--symbol-prefix`: MLIRGen already applied it to function names; the
   /// entry-point pass needs it to find them.
   std::string symbolPrefix;

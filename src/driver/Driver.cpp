@@ -24,6 +24,8 @@
 #include "kina/RuntimeConfig.h"
 #include "kina/ToolRunner.h"
 
+#include "../targets/cuda/CudaPasses.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -76,6 +78,12 @@ struct DriverOptions {
   /// Whether -O was given (it then also overrides an -O in $CFLAGS).
   bool optExplicit = false;
   std::string target = "cpu";
+  /// cuda: --gpu-arch (the SM), --cuda-path (resolved to the toolkit root
+  /// before compiling: --cuda-path, CUDA_PATH, /usr/local/cuda),
+  /// --allow-tf32.
+  std::string gpuArch = "sm_90";
+  std::string cudaPath;
+  bool allowTf32 = false;
   /// --mcpu: the processor llc generates code for (llc's -mcpu); empty for
   /// llc's default, the generic processor of the host's architecture.
   std::string mcpu;
@@ -352,6 +360,8 @@ std::optional<EmitStage> parseStage(StringRef s) {
   return StringSwitch<std::optional<EmitStage>>(s)
       .Case("kir", EmitStage::Kir)
       .Case("mlir", EmitStage::Mlir)
+      .Case("mlir-gpu", EmitStage::MlirGpu)
+      .Case("ptx", EmitStage::Ptx)
       .Case("mlir-llvm", EmitStage::MlirLLVM)
       .Case("llvm", EmitStage::LLVM)
       .Case("asm", EmitStage::Asm)
@@ -522,10 +532,28 @@ std::optional<std::string> Compilation::generate(const std::string &input,
   };
   if (stage == EmitStage::Mlir)
     return print(*mlirModule, opts.printDebugInfo);
+  if ((stage == EmitStage::MlirGpu || stage == EmitStage::Ptx) &&
+      opts.target != "cuda") {
+    driverError("--emit=" + opts.emit + " needs --target=cuda");
+    return std::nullopt;
+  }
 
   PipelineOptions pipeline;
   pipeline.optLevel = opts.optLevel;
   pipeline.target = opts.target;
+  pipeline.gpuArch = opts.gpuArch;
+  pipeline.cudaPath = opts.cudaPath;
+  pipeline.allowTf32 = opts.allowTf32;
+  if (stage == EmitStage::MlirGpu)
+    pipeline.gpuStopAfter = "mlir-gpu";
+  else if (stage == EmitStage::Ptx)
+    pipeline.gpuStopAfter = "ptx";
+  bool cudaStages = opts.target == "cuda";
+  if (cudaStages)
+    pipeline.timeStage = [&](StringRef name,
+                             function_ref<mlir::LogicalResult()> fn) {
+      return timer.time(name, fn);
+    };
   pipeline.symbolPrefix = opts.symbolPrefix;
   pipeline.stamp.abiVersion = opts.abiVersion;
   pipeline.stamp.compiler = "kinac " KINA_VERSION;
@@ -534,9 +562,11 @@ std::optional<std::string> Compilation::generate(const std::string &input,
   {
     PipelineWatch watch(ctx, opts.forced);
     pipeline.instrument = [&](mlir::PassManager &pm) { watch.instrument(pm); };
-    if (mlir::failed(timer.time("pipeline", [&] {
-          return lowerToLLVMDialect(*mlirModule, module, pipeline);
-        }))) {
+    auto lower = [&] {
+      return lowerToLLVMDialect(*mlirModule, module, pipeline);
+    };
+    // cuda times its own stages (gpu-map, gpu-nvvm, gpu-ptxas, host-llvm).
+    if (mlir::failed(cudaStages ? lower() : timer.time("pipeline", lower))) {
       watch.report();
       return std::nullopt;
     }
@@ -547,6 +577,18 @@ std::optional<std::string> Compilation::generate(const std::string &input,
                   opts.forced.pass + "' ran in the pipeline");
       return std::nullopt;
     }
+  }
+  if (stage == EmitStage::Ptx) {
+    // Each kernel module's PTX, as gpu-module-to-binary left it (format
+    // isa).
+    std::string ptx;
+    mlirModule->walk([&](mlir::gpu::BinaryOp binary) {
+      for (mlir::Attribute attr : binary.getObjects())
+        if (auto object = dyn_cast<mlir::gpu::ObjectAttr>(attr))
+          ptx += "// kernel module " + binary.getSymName().str() + "\n" +
+                 object.getObject().getValue().str();
+    });
+    return ptx;
   }
   std::string llvmDialect = timer.time(
       "print-mlir", [&] { return print(*mlirModule, opts.printDebugInfo); });
@@ -1164,15 +1206,28 @@ int runDriver(int argc, char **argv) {
                  "<stem>.o, header <stem>.h, manifest <stem>.json, shared "
                  "<stem>.so, text stages standard output, link a.out");
   app.add_option("--emit", opts.emit,
-                 "What to produce: kir|mlir|mlir-llvm|llvm|asm|obj|header|"
-                 "manifest (JSON signatures)|shared (a dlopen-able library "
-                 "with the runtime; also -shared)")
-      ->check(CLI::IsMember({"kir", "mlir", "mlir-llvm", "llvm", "asm", "obj",
-                             "header", "manifest", "shared"}));
+                 "What to produce: kir|mlir|mlir-gpu (cuda: outlined "
+                 "kernels)|ptx (cuda: the kernels' PTX)|mlir-llvm|llvm|asm|"
+                 "obj|header|manifest (JSON signatures)|shared (a "
+                 "dlopen-able library with the runtime; also -shared)")
+      ->check(CLI::IsMember({"kir", "mlir", "mlir-gpu", "ptx", "mlir-llvm",
+                             "llvm", "asm", "obj", "header", "manifest",
+                             "shared"}));
   app.add_option("-O", opts.optLevel, "Optimisation level 0..3 (default 2)")
       ->check(CLI::Range(0, 3));
-  app.add_option("--target", opts.target, "Code generation target: cpu")
-      ->check(CLI::IsMember({"cpu"}));
+  app.add_option("--target", opts.target,
+                 "Code generation target: cpu (default) or cuda (NVIDIA "
+                 "GPUs, docs/cuda.md)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--gpu-arch", opts.gpuArch,
+                 "cuda: the SM to compile kernels for, sm_XX or sm_XXa as "
+                 "LLVM's NVPTX back end names it (default sm_90)");
+  app.add_option("--cuda-path", opts.cudaPath,
+                 "cuda: the CUDA Toolkit root holding bin/ptxas (default: "
+                 "$CUDA_PATH, else /usr/local/cuda)");
+  app.add_flag("--allow-tf32", opts.allowTf32,
+               "cuda: allow TF32 in f32 matmuls (no effect yet: the "
+               "generated matmul kernel computes in f32)");
   app.add_option("--mcpu", opts.mcpu,
                  "Processor to generate code for, as llc names it (e.g. "
                  "x86-64-v3, znver3, skylake-avx512), or 'native' for this "
@@ -1297,6 +1352,21 @@ int runDriver(int argc, char **argv) {
                 "' would make invalid C names: use letters, digits and '_', "
                 "not starting with a digit");
     return ExitFailure;
+  }
+
+  // cuda: the toolkit and the SM are checked before anything compiles.
+  if (opts.target == "cuda" && opts.emit != "kir" && opts.emit != "mlir" &&
+      opts.emit != "header" && opts.emit != "manifest") {
+    if (Error err = cuda::checkGpuArch(opts.gpuArch)) {
+      driverError(toString(std::move(err)));
+      return ExitFailure;
+    }
+    Expected<std::string> toolkit = cuda::findCudaToolkit(opts.cudaPath);
+    if (!toolkit) {
+      driverError(toString(toolkit.takeError()));
+      return ExitFailure;
+    }
+    opts.cudaPath = *toolkit;
   }
 
   StageTimer timer(opts.timeStages);

@@ -54,9 +54,10 @@ class EntryPointsPass
     : public PassWrapper<EntryPointsPass, OperationPass<ModuleOp>> {
 public:
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(EntryPointsPass)
-  EntryPointsPass(const Module *module, std::string prefix, VersionStamp stamp)
-      : kinaModule(module), prefix(std::move(prefix)), stamp(std::move(stamp)) {
-  }
+  EntryPointsPass(const Module *module, std::string prefix, VersionStamp stamp,
+                  bool gpu)
+      : kinaModule(module), prefix(std::move(prefix)), stamp(std::move(stamp)),
+        gpu(gpu) {}
   StringRef getArgument() const override { return "kina-entry-points"; }
   StringRef getDescription() const override {
     return "Add the status entry kina_<fn> of each exported function";
@@ -79,6 +80,7 @@ private:
   const Module *kinaModule;
   std::string prefix;
   VersionStamp stamp;
+  bool gpu;
   unsigned messageCounter = 0;
 
   LogicalResult buildEntry(const Function &fn);
@@ -296,6 +298,18 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
     b.setInsertionPointToEnd(cont);
   }
 
+  // cuda: the runtime loads the driver, selects the device and makes its
+  // context current on this thread (3 without a device).
+  auto returnUnlessZero = [&](Value status) {
+    e.check(e.cmp(arith::CmpIPredicate::eq, status, e.i32Const(0)),
+            [&] { return status; });
+  };
+  if (gpu) {
+    auto enter = e.declare("kina_rt_gpu_enter", b.getFunctionType({}, {e.i32()}));
+    returnUnlessZero(
+        func::CallOp::create(b, loc, enter, ValueRange{}).getResult(0));
+  }
+
   // Arguments: load and validate against the Kina signature.
   struct Binding {
     Value size;
@@ -395,6 +409,21 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
         b, loc, notNull(aligned),
         e.cmp(arith::CmpIPredicate::eq, elements, e.i64Const(0)));
     e.require(hasData, argName + " has a null data pointer");
+    if (gpu) {
+      // The GPU must be able to read the data (1 for host memory).
+      auto checkArg = e.declare(
+          "kina_rt_gpu_check_argument",
+          b.getFunctionType({e.ptr(), e.ptr(), e.ptr()}, {e.i32()}));
+      Value data = LLVM::SelectOp::create(
+          b, loc, e.cmp(arith::CmpIPredicate::eq, elements, e.i64Const(0)),
+          nullPtr, aligned);
+      returnUnlessZero(
+          func::CallOp::create(
+              b, loc, checkArg,
+              ValueRange{data, e.message(entryName),
+                         e.message("%" + param.name)})
+              .getResult(0));
+    }
 
     // Fold the offset into the aligned pointer: the compiled function
     // assumes the identity layout with offset 0.
@@ -412,6 +441,12 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
   }
 
   auto call = func::CallOp::create(b, loc, callee, callArgs);
+  // cuda: wait for the kernels; a failed launch or kernel is a status.
+  Value gpuStatus;
+  if (gpu) {
+    auto exit = e.declare("kina_rt_gpu_exit", b.getFunctionType({}, {e.i32()}));
+    gpuStatus = func::CallOp::create(b, loc, exit, ValueRange{}).getResult(0);
+  }
 
   // A null result means `@f` failed and the runtime recorded why.
   Value failed;
@@ -444,6 +479,20 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
           .getResult();
     });
   }
+  if (gpu) {
+    // The results are complete only when the GPU succeeded: otherwise they
+    // are freed and the runtime's status (2 or 3) returned.
+    e.check(e.cmp(arith::CmpIPredicate::eq, gpuStatus, e.i32Const(0)), [&] {
+      auto freeFn =
+          e.declare("runtime_free", b.getFunctionType({e.ptr()}, {e.i32()}));
+      for (Value desc : resultDescs)
+        func::CallOp::create(
+            b, loc, freeFn,
+            ValueRange{LLVM::ExtractValueOp::create(b, loc, desc,
+                                                    ArrayRef<int64_t>{0})});
+      return gpuStatus;
+    });
+  }
   for (size_t i = 0; i < numResults; ++i)
     LLVM::StoreOp::create(b, loc, resultDescs[i], body->getArgument(i));
   func::ReturnOp::create(b, loc, e.i32Const(0));
@@ -454,9 +503,9 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
 
 std::unique_ptr<Pass> createEntryPointsPass(const Module *module,
                                             std::string symbolPrefix,
-                                            VersionStamp stamp) {
+                                            VersionStamp stamp, bool gpu) {
   return std::make_unique<EntryPointsPass>(module, std::move(symbolPrefix),
-                                           std::move(stamp));
+                                           std::move(stamp), gpu);
 }
 
 } // namespace kina

@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 #include "kina/Pipeline.h"
 #include "kina/Passes.h"
+#include "../targets/cuda/CudaPasses.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
@@ -44,6 +45,20 @@ namespace kina {
 LogicalResult lowerToLLVMDialect(ModuleOp module, const Module &kinaModule,
                                  const PipelineOptions &options) {
   MLIRContext *ctx = module.getContext();
+  if (options.target == "cuda")
+  {
+    cuda::CudaOptions cudaOptions;
+    cudaOptions.gpuArch = options.gpuArch;
+    cudaOptions.cudaPath = options.cudaPath;
+    cudaOptions.allowTf32 = options.allowTf32;
+    cudaOptions.stage = options.gpuStopAfter == "mlir-gpu" ? cuda::CudaStage::Outlined
+                        : options.gpuStopAfter == "ptx"    ? cuda::CudaStage::Ptx
+                                                           : cuda::CudaStage::Full;
+    return cuda::runCudaPipeline(module, kinaModule, options.optLevel,
+                                 options.symbolPrefix, options.stamp,
+                                 cudaOptions, options.instrument,
+                                 options.timeStage);
+  }
   if (options.target != "cpu")
     return emitError(module.getLoc())
            << "target '" << options.target << "' is not supported yet";
