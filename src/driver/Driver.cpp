@@ -21,10 +21,10 @@
 #include "kina/MLIRGen.h"
 #include "kina/Manifest.h"
 #include "kina/Pipeline.h"
+#include "kina/Target.h"
 #include "kina/RuntimeConfig.h"
 #include "kina/ToolRunner.h"
 
-#include "../targets/cuda/CudaPasses.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -538,35 +538,34 @@ std::optional<std::string> Compilation::generate(const std::string &input,
     return std::nullopt;
   }
 
-  PipelineOptions pipeline;
+  // --target was checked against the registry when the options were read.
+  const Target *target = lookupTarget(opts.target);
+  TargetOptions pipeline;
   pipeline.optLevel = opts.optLevel;
-  pipeline.target = opts.target;
   pipeline.gpuArch = opts.gpuArch;
   pipeline.cudaPath = opts.cudaPath;
   pipeline.allowTf32 = opts.allowTf32;
   if (stage == EmitStage::MlirGpu)
-    pipeline.gpuStopAfter = "mlir-gpu";
+    pipeline.stopAfter = "mlir-gpu";
   else if (stage == EmitStage::Ptx)
-    pipeline.gpuStopAfter = "ptx";
-  bool cudaStages = opts.target == "cuda";
-  if (cudaStages)
-    pipeline.timeStage = [&](StringRef name,
-                             function_ref<mlir::LogicalResult()> fn) {
-      return timer.time(name, fn);
-    };
+    pipeline.stopAfter = "ptx";
   pipeline.symbolPrefix = opts.symbolPrefix;
   pipeline.stamp.abiVersion = opts.abiVersion;
   pipeline.stamp.compiler = "kinac " KINA_VERSION;
+  pipeline.mcpu = opts.mcpu;
   // Every failure from here on is kinac's bug: reported as an internal
   // error naming the pass, its diagnostics inside the report.
   {
     PipelineWatch watch(ctx, opts.forced);
-    pipeline.instrument = [&](mlir::PassManager &pm) { watch.instrument(pm); };
-    auto lower = [&] {
-      return lowerToLLVMDialect(*mlirModule, module, pipeline);
+    auto instrument = [&](mlir::PassManager &pm) { watch.instrument(pm); };
+    // Each stage of the target's pipeline is timed (--time-stages): cpu has
+    // one, cuda gpu-map, gpu-nvvm, gpu-ptxas and host-llvm.
+    auto timeStage = [&](StringRef name,
+                         function_ref<mlir::LogicalResult()> run) {
+      return timer.time(name, run);
     };
-    // cuda times its own stages (gpu-map, gpu-nvvm, gpu-ptxas, host-llvm).
-    if (mlir::failed(cudaStages ? lower() : timer.time("pipeline", lower))) {
+    if (mlir::failed(lowerToLLVMDialect(*mlirModule, *target, pipeline,
+                                        instrument, timeStage))) {
       watch.report();
       return std::nullopt;
     }
@@ -663,7 +662,8 @@ Error resolveProcessor(std::string &mcpu) {
   }
   InitializeNativeTarget();
   std::string triple = sys::getDefaultTargetTriple(), error;
-  const Target *target = TargetRegistry::lookupTarget(Triple(triple), error);
+  const llvm::Target *target =
+      TargetRegistry::lookupTarget(Triple(triple), error);
   if (!target)
     return createStringError(inconvertibleErrorCode(),
                              "no code generator for target '" + triple +
@@ -1194,6 +1194,7 @@ std::optional<std::string> Compilation::buildShared(const std::string &input) {
 int runDriver(int argc, char **argv) {
   installInterruptHandler();
   installCrashReporting(argv[0]);
+  registerAllTargets();
   DriverOptions opts;
   CLI::App app{
       "kinac: ahead-of-time compiler for Kina IR (version " KINA_VERSION ")",
@@ -1215,10 +1216,12 @@ int runDriver(int argc, char **argv) {
                              "shared"}));
   app.add_option("-O", opts.optLevel, "Optimisation level 0..3 (default 2)")
       ->check(CLI::Range(0, 3));
+  std::vector<std::string> targetNames;
+  for (const Target *target : allTargets())
+    targetNames.push_back(target->name().str());
   app.add_option("--target", opts.target,
-                 "Code generation target: cpu (default) or cuda (NVIDIA "
-                 "GPUs, docs/cuda.md)")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+                 "Code generation target: " + knownTargetNames())
+      ->check(CLI::IsMember(targetNames));
   app.add_option("--gpu-arch", opts.gpuArch,
                  "cuda: the SM to compile kernels for, sm_XX or sm_XXa as "
                  "LLVM's NVPTX back end names it (default sm_90)");
@@ -1331,6 +1334,16 @@ int runDriver(int argc, char **argv) {
     driverError(toString(std::move(err)));
     return ExitFailure;
   }
+  {
+    TargetOptions targetOptions;
+    targetOptions.mcpu = opts.mcpu;
+    targetOptions.gpuArch = opts.gpuArch;
+    targetOptions.cudaPath = opts.cudaPath;
+    if (Error err = lookupTarget(opts.target)->checkAvailable(targetOptions)) {
+      driverError(toString(std::move(err)));
+      return ExitFailure;
+    }
+  }
 
   if (opts.printLinkFlags) {
     std::vector<std::string> flags =
@@ -1352,21 +1365,6 @@ int runDriver(int argc, char **argv) {
                 "' would make invalid C names: use letters, digits and '_', "
                 "not starting with a digit");
     return ExitFailure;
-  }
-
-  // cuda: the toolkit and the SM are checked before anything compiles.
-  if (opts.target == "cuda" && opts.emit != "kir" && opts.emit != "mlir" &&
-      opts.emit != "header" && opts.emit != "manifest") {
-    if (Error err = cuda::checkGpuArch(opts.gpuArch)) {
-      driverError(toString(std::move(err)));
-      return ExitFailure;
-    }
-    Expected<std::string> toolkit = cuda::findCudaToolkit(opts.cudaPath);
-    if (!toolkit) {
-      driverError(toString(toolkit.takeError()));
-      return ExitFailure;
-    }
-    opts.cudaPath = *toolkit;
   }
 
   StageTimer timer(opts.timeStages);

@@ -1,6 +1,7 @@
 //===- EntryPoints.cpp - The status entry `kina_<fn>` of each function ----===//
 //
-// For every exported Kina function `@f` this pass adds
+// For every exported Kina function `@f` (a public `func.func` carrying a Kina
+// signature, kina/IRConventions.h) this pass adds
 //
 //   int32_t kina_f(KinaMemRefR *out0, ..., const KinaMemRefR *in0, ...)
 //
@@ -31,6 +32,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Descriptors.h"
+#include "kina/IRConventions.h"
 #include "kina/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -54,10 +56,8 @@ class EntryPointsPass
     : public PassWrapper<EntryPointsPass, OperationPass<ModuleOp>> {
 public:
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(EntryPointsPass)
-  EntryPointsPass(const Module *module, std::string prefix, VersionStamp stamp,
-                  bool gpu)
-      : kinaModule(module), prefix(std::move(prefix)), stamp(std::move(stamp)),
-        gpu(gpu) {}
+  EntryPointsPass(VersionStamp stamp, bool gpu)
+      : stamp(std::move(stamp)), gpu(gpu) {}
   StringRef getArgument() const override { return "kina-entry-points"; }
   StringRef getDescription() const override {
     return "Add the status entry kina_<fn> of each exported function";
@@ -68,22 +68,24 @@ public:
   }
 
   void runOnOperation() override {
-    for (const Function &fn : kinaModule->functions) {
-      if (fn.isPrivate)
-        continue;
-      if (failed(buildEntry(fn)))
+    // The functions first: the entries are added to the same module.
+    SmallVector<func::FuncOp> exported;
+    for (auto fn : getOperation().getOps<func::FuncOp>())
+      if (hasKinaSignature(fn) && fn.isPublic() && !fn.isExternal())
+        exported.push_back(fn);
+    for (func::FuncOp fn : exported) {
+      FailureOr<KinaSignature> signature = readKinaSignature(fn);
+      if (failed(signature) || failed(buildEntry(fn, *signature)))
         return signalPassFailure();
     }
   }
 
 private:
-  const Module *kinaModule;
-  std::string prefix;
   VersionStamp stamp;
   bool gpu;
   unsigned messageCounter = 0;
 
-  LogicalResult buildEntry(const Function &fn);
+  LogicalResult buildEntry(func::FuncOp callee, const KinaSignature &sig);
   /// The object's version globals: the flag set once the runtime accepted
   /// the ABI version, and the stamp string (created on first use).
   LLVM::GlobalOp versionFlag(OpBuilder &b, Location loc);
@@ -191,23 +193,21 @@ LLVM::GlobalOp EntryPointsPass::versionStamp(OpBuilder &b, Location loc) {
                                 b.getStringAttr(text));
 }
 
-LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
+LogicalResult EntryPointsPass::buildEntry(func::FuncOp callee,
+                                          const KinaSignature &sig) {
   ModuleOp module = getOperation();
   MLIRContext *ctx = module.getContext();
-  std::string name = prefix + fn.name;
-  auto callee = module.lookupSymbol<func::FuncOp>(name);
-  if (!callee)
-    return module.emitError("internal error: no function @") << name;
+  StringRef name = callee.getSymName();
   FunctionType calleeType = callee.getFunctionType();
-  std::string entryName = "kina_" + name;
+  std::string entryName = ("kina_" + name).str();
   if (module.lookupSymbol(entryName))
-    return emitError(fn.loc)
-           << "function @" << fn.name << " collides with the entry symbol '"
+    return callee.emitError()
+           << "function @" << name << " collides with the entry symbol '"
            << entryName << "'";
 
   OpBuilder b(ctx);
   b.setInsertionPointToEnd(module.getBody());
-  Location loc = fn.loc;
+  Location loc = callee.getLoc();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   size_t numResults = calleeType.getNumResults();
   size_t numArgs = calleeType.getNumInputs();
@@ -318,11 +318,11 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
   llvm::StringMap<Binding> symbols;
   SmallVector<Value> callArgs;
   for (size_t i = 0; i < numArgs; ++i) {
-    const Param &param = fn.params[i];
+    const std::string &paramName = sig.paramNames[i];
     auto type = cast<MemRefType>(calleeType.getInput(i));
     int64_t rank = type.getRank();
     Value in = body->getArgument(numResults + i);
-    std::string argName = entryName + ": argument %" + param.name;
+    std::string argName = entryName + ": argument %" + paramName;
     e.require(notNull(in), argName + " descriptor pointer is null");
     Value desc = argDescs[i];
 
@@ -331,17 +331,17 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
       Value size =
           LLVM::ExtractValueOp::create(b, loc, desc, ArrayRef<int64_t>{3, d});
       sizes.push_back(size);
-      std::string place = "argument %" + param.name + " dim " +
-                          std::to_string(d);
+      std::string place =
+          "argument %" + paramName + " dim " + std::to_string(d);
       std::string where = entryName + ": " + place;
-      const Dim &dim = param.type.dims[d];
+      const SignatureDim &dim = sig.paramDims[i][d];
       switch (dim.kind) {
-      case Dim::Static:
+      case SignatureDim::Static:
         e.requireSizes(
             e.cmp(arith::CmpIPredicate::eq, size, e.i64Const(dim.size)),
             where + " has size {1}, expected {0}", e.i64Const(dim.size), size);
         break;
-      case Dim::Symbolic: {
+      case SignatureDim::Symbolic: {
         auto it = symbols.find(dim.symbol);
         if (it == symbols.end()) {
           e.requireSizes(e.cmp(arith::CmpIPredicate::sge, size, e.i64Const(0)),
@@ -356,7 +356,7 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
         }
         break;
       }
-      case Dim::Dynamic:
+      case SignatureDim::Dynamic:
         e.requireSizes(e.cmp(arith::CmpIPredicate::sge, size, e.i64Const(0)),
                        where + " has negative size {1}", e.i64Const(0), size);
         break;
@@ -421,7 +421,7 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
           func::CallOp::create(
               b, loc, checkArg,
               ValueRange{data, e.message(entryName),
-                         e.message("%" + param.name)})
+                         e.message("%" + paramName)})
               .getResult(0));
     }
 
@@ -501,11 +501,8 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
 
 } // namespace
 
-std::unique_ptr<Pass> createEntryPointsPass(const Module *module,
-                                            std::string symbolPrefix,
-                                            VersionStamp stamp, bool gpu) {
-  return std::make_unique<EntryPointsPass>(module, std::move(symbolPrefix),
-                                           std::move(stamp), gpu);
+std::unique_ptr<Pass> createEntryPointsPass(VersionStamp stamp, bool gpu) {
+  return std::make_unique<EntryPointsPass>(std::move(stamp), gpu);
 }
 
 } // namespace kina
