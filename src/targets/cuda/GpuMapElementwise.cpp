@@ -28,6 +28,12 @@
 // outside a kernel (nothing of the computation runs on the host): the pass
 // fails naming the op otherwise.
 //
+// Last, every `memref.get_global` (a constant tensor, bufferized) that a
+// kernel of any mapper reads is cloned into that kernel's body: the host's
+// global is host memory the GPU cannot read, and gpu-kernel-outlining then
+// copies the `memref.global` into the kernel's `gpu.module`, so the
+// constant is compiled into the fatbin as device memory.
+//
 //===----------------------------------------------------------------------===//
 #include "CudaPasses.h"
 #include "GpuCodegen.h"
@@ -39,6 +45,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Pass/Pass.h"
+
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 
@@ -123,6 +131,27 @@ void mapCopy(memref::CopyOp op) {
   op.erase();
 }
 
+/// Clones each `memref.get_global` defined outside `launch` and used inside
+/// it into the start of its body.
+void sinkGlobals(gpu::LaunchOp launch) {
+  llvm::SetVector<Operation *> globals;
+  launch.getBody().walk([&](Operation *op) {
+    for (Value v : op->getOperands())
+      if (auto get = v.getDefiningOp<memref::GetGlobalOp>())
+        if (!launch->isAncestor(get))
+          globals.insert(get);
+  });
+  OpBuilder b(launch.getContext());
+  b.setInsertionPointToStart(&launch.getBody().front());
+  for (Operation *get : globals) {
+    Operation *inside = b.clone(*get);
+    get->getResult(0).replaceUsesWithIf(
+        inside->getResult(0), [&](OpOperand &use) {
+          return launch->isAncestor(use.getOwner());
+        });
+  }
+}
+
 class GpuMapElementwisePass
     : public PassWrapper<GpuMapElementwisePass, OperationPass<ModuleOp>> {
 public:
@@ -157,6 +186,8 @@ public:
       else
         mapCopy(cast<memref::CopyOp>(op));
     }
+    // Constants the kernels read become the kernels' own globals.
+    getOperation().walk([](gpu::LaunchOp launch) { sinkGlobals(launch); });
     // Nothing of the computation may stay on the host.
     WalkResult left = getOperation().walk([&](Operation *op) {
       if (op->getParentOfType<gpu::LaunchOp>() ||
