@@ -59,11 +59,12 @@ struct VersionStamp {
 /// checks `stamp` against the runtime once per process (an internal flag
 /// `__kina_version_checked` per object). Fails with an error at the
 /// function when its signature attributes are malformed or `kina_<f>`
-/// already exists. With `gpu` (the cuda target), the entry also calls
-/// `kina_rt_gpu_enter` after the version check, `kina_rt_gpu_check_argument`
-/// for each argument's data (null when it has no elements) and
-/// `kina_rt_gpu_exit` after the call, returning their non-zero statuses
-/// (runtime.h; the results are freed then).
+/// already exists. With `gpu` (the cuda target), after the descriptor
+/// checks the entry calls `kina_rt_gpu_enter` (its non-zero status is
+/// returned), `kina_rt_gpu_check_argument` for each argument's allocated
+/// pointer (null when it has no elements; a non-zero status is returned
+/// after `kina_rt_gpu_exit`), the function, and `kina_rt_gpu_exit`, whose
+/// non-zero status is returned with the results freed (runtime.h).
 std::unique_ptr<mlir::Pass> createEntryPointsPass(VersionStamp stamp = {},
                                                   bool gpu = false);
 

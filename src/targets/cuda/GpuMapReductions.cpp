@@ -48,6 +48,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Pass/Pass.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
+
 using namespace mlir;
 
 namespace kina::cuda {
@@ -127,17 +129,37 @@ struct ReductionKernel {
     return cloneSlice(b, op, contrib, mapping, ivs);
   }
 
-  /// comb(a, c) for every output.
+  /// comb(a, c) for every output. Outputs that share their contribution
+  /// (min and max of the same values) are combined one by one, each from
+  /// its own yield slice; otherwise all together (argmax's value and index
+  /// select on one shared condition).
   FailureOr<SmallVector<Value>> combine(OpBuilder &b, ValueRange a,
                                         ValueRange c) {
     Block &body = op.getRegion().front();
-    IRMapping mapping;
-    for (unsigned k = 0; k < a.size(); ++k) {
-      mapping.map(body.getArgument(op.getNumDpsInputs() + k), a[k]);
-      mapping.map(contrib[k], c[k]);
-    }
     auto yield = cast<linalg::YieldOp>(body.getTerminator());
-    return cloneSlice(b, op, yield.getValues(), mapping, /*ivs=*/{});
+    auto accMapping = [&] {
+      IRMapping mapping;
+      for (unsigned k = 0; k < a.size(); ++k)
+        mapping.map(body.getArgument(op.getNumDpsInputs() + k), a[k]);
+      return mapping;
+    };
+    llvm::SmallPtrSet<Value, 4> distinct(contrib.begin(), contrib.end());
+    if (distinct.size() == contrib.size()) {
+      IRMapping mapping = accMapping();
+      for (unsigned k = 0; k < a.size(); ++k)
+        mapping.map(contrib[k], c[k]);
+      return cloneSlice(b, op, yield.getValues(), mapping, /*ivs=*/{});
+    }
+    SmallVector<Value> results;
+    for (unsigned k = 0; k < a.size(); ++k) {
+      IRMapping mapping = accMapping();
+      mapping.map(contrib[k], c[k]);
+      auto r = cloneSlice(b, op, yield.getValues()[k], mapping, /*ivs=*/{});
+      if (failed(r))
+        return failure();
+      results.push_back((*r)[0]);
+    }
+    return results;
   }
 
   LogicalResult emit() {
