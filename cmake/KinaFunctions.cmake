@@ -11,7 +11,10 @@
 #     [OPTIONS ...])              # more kinac flags, verbatim
 #
 # At build time each module `<stem>.kir` becomes an object and a generated C
-# header `<stem>.h` (kinac and kinac --emit=header). The headers lie in
+# header `<stem>.h` (kinac and kinac --emit=header). TARGET cuda objects
+# carry their GPU kernels (compiled with the CUDA Toolkit's ptxas when the
+# module is compiled) and link exactly like cpu ones: nothing CUDA-specific
+# on the link line. Their entries take CUDA managed or device memory. The headers lie in
 # <binary dir>/kina_include/<target>/; both that folder and its parent are on
 # <target>'s PUBLIC include path, so a C file includes "<stem>.h", or
 # "<target>/<stem>.h" when two libraries have modules of the same stem.
@@ -113,10 +116,8 @@ function(kina_add_library target)
     message(FATAL_ERROR "${where}: enable the C or CXX language first")
   endif()
   target_include_directories(${target} PUBLIC ${header_dir} ${include_root})
+  # The same for both targets: Kina::runtime links nothing CUDA, even for
+  # TARGET cuda objects (the runtime dlopens the CUDA driver at run time).
   target_link_libraries(${target} PUBLIC Kina::runtime)
-  if(arg_TARGET STREQUAL "cuda")
-    find_package(CUDAToolkit REQUIRED)
-    target_link_libraries(${target} PUBLIC CUDA::cuda_driver)
-  endif()
   set_target_properties(${target} PROPERTIES KINA_HEADERS "${headers}")
 endfunction()

@@ -18,8 +18,13 @@ include(CMakePackageConfigHelpers)
 
 set(KINA_INSTALL_CMAKEDIR lib/cmake/Kina)
 # Code generation targets this kinac supports; kina_add_library(TARGET ...)
-# accepts only these.
+# accepts only these. The CUDA target is part of kinac when its sources are
+# (src/targets/cuda); it needs the CUDA Toolkit's ptxas when compiling, and
+# nothing CUDA when linking (the runtime loads the driver at run time).
 set(KINA_CODEGEN_TARGETS cpu)
+if(EXISTS ${PROJECT_SOURCE_DIR}/src/targets/cuda)
+  list(APPEND KINA_CODEGEN_TARGETS cuda)
+endif()
 file(STRINGS ${PROJECT_SOURCE_DIR}/include/kina/abi.h _kina_abi_line
   REGEX "^#define KINA_ABI_VERSION [0-9]+$")
 string(REGEX REPLACE ".* " "" KINA_ABI_VERSION "${_kina_abi_line}")

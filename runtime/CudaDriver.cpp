@@ -99,7 +99,13 @@ constexpr bool resultTableMatchesCudaH() {
          CUDA_ERROR_SYSTEM_DRIVER_MISMATCH == 803 &&
          CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE == 804 &&
          CUDA_ERROR_UNKNOWN == 999 && CU_MEM_ATTACH_GLOBAL == 1 &&
-         CU_POINTER_ATTRIBUTE_IS_MANAGED == 8 &&
+         CU_MEMORYTYPE_HOST == 1 && CU_MEMORYTYPE_DEVICE == 2 &&
+         CU_MEMORYTYPE_UNIFIED == 4 &&
+         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES == 8 &&
+         CU_JIT_ERROR_LOG_BUFFER == 5 &&
+         CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES == 6 &&
+         CU_JIT_OPTIMIZATION_LEVEL == 7 && CU_STREAM_NON_BLOCKING == 1 &&
+         CU_EVENT_DISABLE_TIMING == 2 && CU_POINTER_ATTRIBUTE_IS_MANAGED == 8 &&
          CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL == 9 &&
          sizeof(CUdeviceptr) == sizeof(unsigned long long) &&
          sizeof(CUresult) == sizeof(int) && sizeof(CUdevice) == sizeof(int);

@@ -14,9 +14,10 @@
 // the GPU path are compiled in. With cuda.h, CudaDriver.cpp checks at compile
 // time that every table entry has cuda.h's signature and ABI symbol name.
 //
-// Later code (the CUDA target's mgpu* launch wrappers) extends the table by
-// adding lines to KINA_CUDA_DRIVER_API, or resolves further entry points
-// with driverSymbol().
+// The table also holds what the kernel-launch half of the runtime
+// (GpuLaunch.cpp: the mgpu* functions MLIR's gpu-to-llvm lowering calls)
+// needs: modules, functions, launches, streams, events, copies. Further entry
+// points can be resolved with driverSymbol().
 //
 //===----------------------------------------------------------------------===//
 #ifndef KINA_RUNTIME_CUDADRIVER_H
@@ -57,6 +58,28 @@ typedef enum CUmemAttach_flags_enum {
   CU_MEM_ATTACH_GLOBAL = 0x1,
   CU_MEM_ATTACH_HOST = 0x2
 } CUmemAttach_flags;
+typedef enum CUmemorytype_enum {
+  CU_MEMORYTYPE_HOST = 0x01,
+  CU_MEMORYTYPE_DEVICE = 0x02,
+  CU_MEMORYTYPE_ARRAY = 0x03,
+  CU_MEMORYTYPE_UNIFIED = 0x04
+} CUmemorytype;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef enum CUfunction_attribute_enum {
+  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+} CUfunction_attribute;
+typedef enum CUjit_option_enum {
+  CU_JIT_ERROR_LOG_BUFFER = 5,
+  CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+  CU_JIT_OPTIMIZATION_LEVEL = 7
+} CUjit_option;
+typedef enum CUstream_flags_enum {
+  CU_STREAM_NON_BLOCKING = 0x1
+} CUstream_flags;
+typedef enum CUevent_flags_enum { CU_EVENT_DISABLE_TIMING = 0x2 } CUevent_flags;
 #endif
 
 namespace kina::rt::cuda {
@@ -83,7 +106,37 @@ namespace kina::rt::cuda {
   X(cuPointerGetAttribute, "cuPointerGetAttribute",                            \
     CUresult(void *, CUpointer_attribute, CUdeviceptr))                        \
   X(cuGetErrorName, "cuGetErrorName", CUresult(CUresult, const char **))       \
-  X(cuGetErrorString, "cuGetErrorString", CUresult(CUresult, const char **))
+  X(cuGetErrorString, "cuGetErrorString", CUresult(CUresult, const char **))   \
+  /* Modules, kernels, streams and events (GpuLaunch.cpp, the mgpu* */         \
+  /* functions of MLIR's gpu-to-llvm lowering). */                             \
+  X(cuModuleLoadData, "cuModuleLoadData", CUresult(CUmodule *, const void *))  \
+  X(cuModuleLoadDataEx, "cuModuleLoadDataEx",                                  \
+    CUresult(CUmodule *, const void *, unsigned int, CUjit_option *, void **)) \
+  X(cuModuleUnload, "cuModuleUnload", CUresult(CUmodule))                      \
+  X(cuModuleGetFunction, "cuModuleGetFunction",                                \
+    CUresult(CUfunction *, CUmodule, const char *))                            \
+  X(cuFuncSetAttribute, "cuFuncSetAttribute",                                  \
+    CUresult(CUfunction, CUfunction_attribute, int))                           \
+  X(cuLaunchKernel, "cuLaunchKernel",                                          \
+    CUresult(CUfunction, unsigned int, unsigned int, unsigned int,             \
+             unsigned int, unsigned int, unsigned int, unsigned int, CUstream, \
+             void **, void **))                                                \
+  X(cuStreamCreate, "cuStreamCreate", CUresult(CUstream *, unsigned int))      \
+  X(cuStreamDestroy, "cuStreamDestroy_v2", CUresult(CUstream))                 \
+  X(cuStreamSynchronize, "cuStreamSynchronize", CUresult(CUstream))            \
+  X(cuStreamWaitEvent, "cuStreamWaitEvent",                                    \
+    CUresult(CUstream, CUevent, unsigned int))                                 \
+  X(cuEventCreate, "cuEventCreate", CUresult(CUevent *, unsigned int))         \
+  X(cuEventDestroy, "cuEventDestroy_v2", CUresult(CUevent))                    \
+  X(cuEventRecord, "cuEventRecord", CUresult(CUevent, CUstream))               \
+  X(cuEventSynchronize, "cuEventSynchronize", CUresult(CUevent))               \
+  X(cuMemAlloc, "cuMemAlloc_v2", CUresult(CUdeviceptr *, size_t))              \
+  X(cuMemcpyAsync, "cuMemcpyAsync",                                            \
+    CUresult(CUdeviceptr, CUdeviceptr, size_t, CUstream))                      \
+  X(cuMemsetD32Async, "cuMemsetD32Async",                                      \
+    CUresult(CUdeviceptr, unsigned int, size_t, CUstream))                     \
+  X(cuMemsetD16Async, "cuMemsetD16Async",                                      \
+    CUresult(CUdeviceptr, unsigned short, size_t, CUstream))
 
 /// One pointer per entry of KINA_CUDA_DRIVER_API, all non-null once loaded.
 struct DriverApi {

@@ -32,6 +32,9 @@ using cuda::DriverApi;
 /// runtime_gpu_set_device's choice; -1 until it is called.
 std::atomic<int32_t> explicitDevice{-1};
 
+/// The device of the calling thread's current kina_<fn> call; -1 outside.
+thread_local int32_t callDevice = -1;
+
 /// $KINA_DEVICE, parsed once: the ordinal, or an error message.
 struct EnvironmentDevice {
   int32_t device = 0;
@@ -176,7 +179,13 @@ std::string pointerText(void *pointer) {
 
 } // namespace
 
+void setCallDevice(int32_t device) noexcept { callDevice = device; }
+
 int32_t selectedDevice(const char *where, int32_t &device) noexcept {
+  if (callDevice >= 0) {
+    device = callDevice;
+    return KINA_STATUS_SUCCESS;
+  }
   int32_t chosen = explicitDevice.load();
   if (chosen >= 0) {
     device = chosen;

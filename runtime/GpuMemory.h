@@ -19,11 +19,19 @@
 
 namespace kina::rt::gpu {
 
-/// The device ordinal allocations use: the last runtime_gpu_set_device()
+/// The device ordinal allocations use: inside a `kina_<fn>` call of a cuda
+/// object (between kina_rt_gpu_enter and kina_rt_gpu_exit on this thread)
+/// the device that call runs on; otherwise the last runtime_gpu_set_device()
 /// value, else $KINA_DEVICE (a decimal integer >= 0, read once), else 0.
 /// Returns 0 and sets `device`; 1 (Validation Error, recorded with `where`)
 /// when $KINA_DEVICE is set but not such a number. Needs no driver.
 int32_t selectedDevice(const char *where, int32_t &device) noexcept;
+
+/// Sets the device of the calling thread's current `kina_<fn>` call (from
+/// kina_rt_gpu_enter; -1 when the call ends), which selectedDevice() gives
+/// on this thread while it is set, so a call's buffers and kernels stay on
+/// one device even if another thread selects another one meanwhile.
+void setCallDevice(int32_t device) noexcept;
 
 /// Allocates `bytes` (>= 0; at least 1 byte is asked for) of managed memory
 /// with cuMemAllocManaged(..., CU_MEM_ATTACH_GLOBAL) on the selected device,

@@ -1,25 +1,42 @@
 #!/usr/bin/env bash
-# Checks libkina_runtime.a's GPU path on a machine with an NVIDIA GPU and its
-# driver, from a build directory made elsewhere and carried there (no LLVM,
-# MLIR, CMake or ctest needed on the GPU machine):
+# Checks the GPU path on a machine with an NVIDIA GPU and its driver, from a
+# build directory or an artefact directory made elsewhere and carried there
+# (no LLVM, MLIR, CMake or ctest needed on the GPU machine; Python 3 with
+# NumPy for the Python steps):
 #
-#   scripts/gpu-check.sh [BUILD_DIR]        (default: build/ beside scripts/)
+#   scripts/gpu-check.sh [DIR]     (default: build/ beside scripts/)
 #
-# Runs, each as a step with PASS, FAIL or SKIP:
-#   1. runtime_tests' GPU suites (GpuAlloc*, GpuDriverEnv*, CudaDriver*): with
-#      a GPU none of them may skip (a skip there means the runtime did not find
-#      the driver or the device); then the whole runtime_tests binary.
+# DIR is a build directory, or (better) what `scripts/gpu-artefacts.sh
+# BUILD_DIR DIR` wrote: the same bin/ and tests/ layout plus gpu/ with the
+# cuda-compiled suites. Runs, each as a step with PASS, FAIL or SKIP:
+#   1. runtime_tests' GPU suites (GpuAlloc*, GpuLaunch*, GpuNoDriver*,
+#      GpuDriverEnv*, CudaDriver*): with a GPU none of them may skip (a skip
+#      there means the runtime did not find the driver or the device); then
+#      the 8-thread launch test and the leak test (10^4 alloc/launch/free
+#      calls, registry and cuMemGetInfo flat) each as its own step; then the
+#      whole runtime_tests binary.
 #   2. entry_stress: kinac-compiled entry points under 8-thread load (CPU).
 #   3. The CPU program of the runtime.linking test (tests/runtime/linking/
 #      cpu_app, linked with `kinac --print-link-flags`): `readelf -d` names no
 #      CUDA library, it computes its CPU result, and its one GPU allocation
 #      (the driver loaded with dlopen) succeeds.
-# Then prints a summary. Exit status: 0 when every step passed (or the
-# machine has no GPU: then everything is skipped with a message and the
-# status is 0), 1 when any step failed, 2 when the build directory lacks the
-# binaries (build with scripts/build.sh and run `ctest -R runtime.linking`
-# first, which links cpu_app). The files needed from BUILD_DIR:
-#   bin/runtime_tests, bin/entry_stress, tests/runtime/linking/cpu_app
+#   4. mlir_gpu_test: MLIR-lowered GPU code (mgpu* calls as MLIR 22 emits
+#      them) through the runtime's call frame, 8 threads included.
+#   5. kina-run on a cuda shared library (gpu/axpy_cuda.so): inputs copied
+#      into managed memory, exact result.
+#   6. The digits sample compiled for cuda (gpu/digits): its `digits:` line
+#      and exit status 0.
+#   7. The end-to-end cases and 8. the WHOLE conformance suite, compiled for
+#      cuda (gpu/e2e, gpu/conformance) and run with kina-run on the GPU,
+#      compared with the CPU's tolerances (run_conformance.py --prebuilt);
+#      prints the pass/fail counts.
+# Steps 4-8 need the artefacts of scripts/gpu-artefacts.sh: missing ones are
+# FAIL (they are the point of this script on a GPU machine). Then prints a
+# summary. Exit status: 0 when every step passed (or the machine has no GPU:
+# then everything is skipped with a message and the status is 0), 1 when any
+# step failed, 2 when DIR lacks the binaries of steps 1-3 (build with
+# scripts/build.sh and run `ctest -R runtime.linking` first, which links
+# cpu_app, or use scripts/gpu-artefacts.sh).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$(cd "${1:-$root/build}" 2>/dev/null && pwd)" || {
@@ -71,8 +88,15 @@ echo "gpu-check: driver $driver, $gpus GPU(s), build $build"
 
 # --- Steps ------------------------------------------------------------------
 declare -a names results
-log_dir="$(mktemp -d)"
-trap 'rm -rf "$log_dir"' EXIT
+# $KINA_GPU_CHECK_LOGS keeps every step's full log there; else a temporary
+# folder, removed at the end.
+if [[ -n "${KINA_GPU_CHECK_LOGS:-}" ]]; then
+  log_dir="$KINA_GPU_CHECK_LOGS"
+  mkdir -p "$log_dir"
+else
+  log_dir="$(mktemp -d)"
+  trap 'rm -rf "$log_dir"' EXIT
+fi
 step=0
 
 record() { # record NAME RESULT [DETAIL]
@@ -91,11 +115,13 @@ run_step() { # run_step NAME LOG COMMAND...; returns the command's status
   return $status
 }
 
-# 1. The GPU suites of runtime_tests: none may skip here.
+# 1. The GPU suites of runtime_tests: none may skip here. The two long tests
+# run once each, as steps of their own.
+long_tests='GpuLaunch.EightThreadsLaunchConcurrently:GpuLaunch.TenThousandCallsLeakNothing'
 step=$((step + 1))
 log="$log_dir/gpu.log"
 if run_step "runtime_tests GPU suites" "$log" "$runtime_tests" \
-  --gtest_filter='GpuAlloc*:GpuDriverEnv*:CudaDriver*'; then
+  --gtest_filter="GpuAlloc*:GpuLaunch*:GpuNoDriver*:GpuDriverEnv*:CudaDriver*-$long_tests"; then
   skipped=$(grep -c '^\[  SKIPPED \] Gpu' "$log")
   if [[ "$skipped" -ne 0 ]]; then
     record "runtime_tests GPU suites" FAIL \
@@ -108,9 +134,21 @@ else
   record "runtime_tests GPU suites" FAIL "$(grep '^\[  FAILED  \]' "$log" | head -5 | tr '\n' ' ')"
 fi
 
+gtest_step() { # gtest_step NAME FILTER [GREP]: one test alone, must pass
+  local log="$log_dir/$2.log"
+  if run_step "$1" "$log" "$runtime_tests" --gtest_filter="$2" &&
+    ! grep -q '^\[  SKIPPED \]' "$log" && grep -q '^\[  PASSED  \] 1 test' "$log"; then
+    record "$1" PASS "${3:+$(grep -m1 "$3" "$log")}"
+  else
+    record "$1" FAIL "$(grep -E '^\[  (FAILED|SKIPPED) \]|Failure' "$log" | head -3 | tr '\n' ' ')"
+  fi
+}
+gtest_step "8 threads launching concurrently" GpuLaunch.EightThreadsLaunchConcurrently
+gtest_step "leak check (10^4 calls)" GpuLaunch.TenThousandCallsLeakNothing 'leak check:'
+
 step=$((step + 1))
 log="$log_dir/all.log"
-if run_step "runtime_tests (all)" "$log" "$runtime_tests"; then
+if run_step "runtime_tests (all)" "$log" "$runtime_tests" --gtest_filter="-$long_tests"; then
   record "runtime_tests (all)" PASS "$(grep -m1 '^\[  PASSED  \]' "$log")"
 else
   record "runtime_tests (all)" FAIL "$(grep '^\[  FAILED  \]' "$log" | head -5 | tr '\n' ' ')"
@@ -145,12 +183,68 @@ else
   record "cpu_app runs (CPU result, GPU allocation)" FAIL "$(tr '\n' ' ' <"$log")"
 fi
 
+# 4.-8. The artefacts of scripts/gpu-artefacts.sh.
+gpu="$build/gpu"
+mlir_gpu_test="$build/bin/mlir_gpu_test"
+kina_run="$build/bin/kina-run"
+log="$log_dir/mlir_gpu.log"
+if [[ ! -x "$mlir_gpu_test" ]]; then
+  record "mlir_gpu_test (MLIR-lowered kernels)" FAIL "missing $mlir_gpu_test"
+elif KINA_REQUIRE_GPU=1 run_step "mlir_gpu_test" "$log" "$mlir_gpu_test" &&
+  grep -qx 'mlir-gpu: ok' "$log"; then
+  record "mlir_gpu_test (MLIR-lowered kernels)" PASS
+else
+  record "mlir_gpu_test (MLIR-lowered kernels)" FAIL "$(tail -3 "$log" | tr '\n' ' ')"
+fi
+
+have_python=0
+python3 -c 'import numpy' >/dev/null 2>&1 && have_python=1
+log="$log_dir/kina_run_cuda.log"
+if [[ ! -f "$gpu/axpy_cuda.so" || ! -x "$kina_run" ]]; then
+  record "kina-run on a cuda library" FAIL "missing $gpu/axpy_cuda.so or $kina_run (run scripts/gpu-artefacts.sh)"
+elif ((!have_python)); then
+  record "kina-run on a cuda library" FAIL "no python3 with numpy here"
+elif run_step "kina-run on a cuda library" "$log" python3 \
+  "$gpu/tools/check_kina_run_cuda.py" --kina-run "$kina_run" \
+  --library "$gpu/axpy_cuda.so" --workdir "$log_dir/kina-run" --require-gpu; then
+  record "kina-run on a cuda library" PASS "$(tail -1 "$log")"
+else
+  record "kina-run on a cuda library" FAIL "$(tail -2 "$log" | tr '\n' ' ')"
+fi
+
+log="$log_dir/digits.log"
+if [[ ! -x "$gpu/digits/digits" ]]; then
+  record "digits sample on the GPU" FAIL "missing $gpu/digits/digits (scripts/gpu-artefacts.sh with a kinac that has --target=cuda)"
+elif run_step "digits sample on the GPU" "$log" "$gpu/digits/digits" "$gpu/digits/data" &&
+  grep -q '^digits: ' "$log"; then
+  record "digits sample on the GPU" PASS "$(grep -m1 '^digits: ' "$log")"
+else
+  record "digits sample on the GPU" FAIL "$(tail -2 "$log" | tr '\n' ' ')"
+fi
+
+suite_step() { # suite_step NAME DIR: run_conformance.py --prebuilt DIR
+  local name="$1" dir="$2" log="$log_dir/$(basename "$2").log"
+  if [[ ! -f "$dir/index.json" ]]; then
+    record "$name" FAIL "missing $dir/index.json (scripts/gpu-artefacts.sh with a kinac that has --target=cuda)"
+  elif ((!have_python)); then
+    record "$name" FAIL "no python3 with numpy here"
+  elif run_step "$name" "$log" python3 "$gpu/tools/run_conformance.py" \
+    --prebuilt "$dir" --kina-run "$kina_run" --workdir "$log_dir/work-$(basename "$dir")" \
+    -j "$(nproc)"; then
+    record "$name" PASS "$(tail -1 "$log")"
+  else
+    record "$name" FAIL "$(tail -1 "$log"); first failures: $(grep -m3 '^FAIL' "$log" | cut -c1-160 | tr '\n' ' ')"
+  fi
+}
+suite_step "end-to-end cases on the GPU" "$gpu/e2e"
+suite_step "conformance suite on the GPU" "$gpu/conformance"
+
 # --- Summary ----------------------------------------------------------------
 echo
 echo "gpu-check summary ($gpus GPU(s), driver $driver):"
 failed=0
 for i in "${!names[@]}"; do
-  printf '  %-45s %s\n' "${names[$i]}" "${results[$i]}"
+  printf '  %-40s %s\n' "${names[$i]}" "${results[$i]}"
   [[ "${results[$i]}" == FAIL* ]] && failed=$((failed + 1))
 done
 if ((failed)); then

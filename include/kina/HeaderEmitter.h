@@ -17,8 +17,12 @@
 namespace kina {
 
 /// The header text for a checked module whose exported symbols carry
-/// `symbolPrefix`. Deterministic: no dates, no absolute paths.
-std::string emitHeader(const Module &module, const std::string &symbolPrefix);
+/// `symbolPrefix`, compiled for `target` ("cpu" or "cuda": the header says
+/// which, and for cuda that arguments must be CUDA managed or device memory
+/// and results are managed memory). Deterministic: no dates, no absolute
+/// paths.
+std::string emitHeader(const Module &module, const std::string &symbolPrefix,
+                       const std::string &target = "cpu");
 
 /// The texts of include/kina/abi.h and include/kina/runtime.h (in that
 /// order), embedded at build time: the ABI and runtime API block of every

@@ -32,9 +32,12 @@ inline constexpr const char *kManifestSymbol = "kina_module_manifest";
 /// The manifest of a checked module (Sema has run) whose exported symbols
 /// carry `symbolPrefix`, as JSON text ending in a newline. Deterministic: the
 /// same module and prefix give the same bytes (no dates, no paths).
-/// `generator` names the compiler, e.g. "kinac 0.1.0".
+/// `generator` names the compiler, e.g. "kinac 0.1.0"; `target` the
+/// `--target` it was compiled for ("cpu" or "cuda", field "target": it says
+/// where arguments must live, docs/manifest.md).
 std::string emitManifest(const Module &module, const std::string &symbolPrefix,
-                         const std::string &generator);
+                         const std::string &generator,
+                         const std::string &target = "cpu");
 
 /// A C99 translation unit defining `kina_module_manifest()`, which returns
 /// `manifestJson` (static storage, NUL-terminated). Compiled into shared

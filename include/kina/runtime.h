@@ -16,8 +16,8 @@
  * Linking: `libkina_runtime.a -lstdc++ -lm` (`kinac --print-link-flags`
  * gives the exact flags; KINA_RUNTIME_LINK_LIBS in kina/RuntimeConfig.h the
  * part after the archive). Nothing CUDA-specific, for CPU and GPU programs
- * alike: the runtime loads the CUDA driver with dlopen the first time a GPU
- * function needs it.
+ * alike (objects of `kinac --target=cuda` too): the runtime loads the CUDA
+ * driver with dlopen the first time a GPU function needs it.
  *
  *===----------------------------------------------------------------------===*/
 #ifndef KINA_RUNTIME_H_
@@ -27,6 +27,11 @@
  * defined), so no file is included there. */
 #ifndef KINA_ABI_H_
 #include "kina/abi.h"
+#endif
+#include <stddef.h>
+#include <stdint.h>
+#ifndef __cplusplus
+#include <stdbool.h>
 #endif
 
 #ifdef __cplusplus
@@ -112,6 +117,180 @@ int32_t kina_rt_shape_error(const char *message_template, int64_t first,
  *  strings are replaced by "?". Thread-safe. */
 int32_t kina_rt_check_version(const char *entry, int32_t abi_version,
                               const char *compiler);
+
+/*===--- The GPU call frame of --target=cuda entry points
+ * ----------------===*/
+
+/* A `kina_<fn>` entry of an object compiled with `kinac --target=cuda`
+ * calls, after kina_rt_begin_call and the version check:
+ *   kina_rt_gpu_enter(); then kina_rt_gpu_check_argument() for each
+ *   argument's `allocated` pointer; the compiled code (which allocates with
+ *   _mlir_ciface_runtime_gpu_alloc_unranked and launches kernels through
+ *   the mgpu* functions below); kina_rt_gpu_exit().
+ * A non-zero status from any of them is the entry's status; on one from
+ * kina_rt_gpu_exit the entry frees the results it got. */
+
+/** First GPU step of a cuda entry: loads the CUDA driver (once per
+ *  process), selects the device (runtime_gpu_set_device(), else
+ *  $KINA_DEVICE, else 0), makes its primary context current on the calling
+ *  thread (the caller's context is put back by kina_rt_gpu_exit), and
+ *  clears the thread's pending GPU error. Until the matching
+ *  kina_rt_gpu_exit, the thread's allocations and launches use that device.
+ *  Returns 0; 3 (GPU Error) with "kina_rt_gpu_enter: CUDA driver not found
+ *  (<library>: <dlerror>)", "... no CUDA device ...", "CUDA device <n> does
+ *  not exist ..." or the failing CUDA call's error name and text in
+ *  kina_last_error(); 1 (Validation Error) when $KINA_DEVICE is not a
+ *  device ordinal. After a non-zero status kina_rt_gpu_exit must not be
+ *  called. Calls nest (an inner call keeps the outer device).
+ *  Thread-safe. */
+int32_t kina_rt_gpu_enter(void);
+
+/** Checks that the GPU can read an argument of a cuda entry: `allocated`
+ *  (the descriptor's allocated pointer) must be CUDA managed memory
+ *  (cudaMallocManaged, runtime_gpu_alloc_unranked), device memory of the
+ *  call's device (cudaMalloc, PyTorch's CUDA allocator) or page-locked host
+ *  memory (cudaMallocHost), as cuPointerGetAttribute reports it. Returns 0
+ *  for those and for NULL (an empty array); 1 (Validation Error) naming
+ *  `function` and `argument` (e.g. "kina_forward: argument %x (0x...) is
+ *  ordinary host memory, which the GPU cannot read: ...") for memory CUDA
+ *  does not know (malloc, the stack, a NumPy array) or device memory of
+ *  another device; 3 (GPU Error) if the driver is missing or another CUDA
+ *  error occurs. `function` and `argument` (the Kina name without '%') may
+ *  be null. Call after kina_rt_gpu_enter. Thread-safe. */
+int32_t kina_rt_gpu_check_argument(const void *allocated, const char *function,
+                                   const char *argument);
+
+/** Last GPU step of a cuda entry, after the compiled code returned:
+ *  synchronises the thread's stream, puts back the CUDA context that was
+ *  current before kina_rt_gpu_enter, and reports the first GPU error any
+ *  mgpu* function recorded on this thread since kina_rt_gpu_enter (a
+ *  module that failed to load, a failed launch, a kernel fault seen at a
+ *  synchronisation). Returns 0; 3 (GPU Error), or 2 (Resource Error) for
+ *  CUDA_ERROR_OUT_OF_MEMORY, with that first error (the mgpu function, the
+ *  CUDA call, and CUDA's error name and text) in kina_last_error(); 5
+ *  (Internal Error) when called without kina_rt_gpu_enter. Thread-safe. */
+int32_t kina_rt_gpu_exit(void);
+
+/*===--- Kernel launch support (MLIR's gpu-to-llvm ABI)
+ * ---------------------===*/
+
+/* The functions MLIR 22's gpu-to-llvm lowering and gpu.binary translation
+ * call from a --target=cuda object, with the C signatures MLIR emits (as
+ * MLIR's own CudaRuntimeWrappers.cpp defines them), over the CUDA driver API
+ * loaded at run time. CUDA handles (CUmodule, CUfunction, CUstream,
+ * CUevent) travel as `void *`. None of them aborts or prints: a failure is
+ * recorded as the calling thread's last error (kina_last_error(), status 3,
+ * or 2 for CUDA_ERROR_OUT_OF_MEMORY, with CUDA's error name and text) and
+ * as its pending GPU error, which kina_rt_gpu_exit reports; a function that
+ * returns a handle then returns NULL. Each makes the device's primary
+ * context current for its own duration when it is not already (the device
+ * of the current kina_<fn> call, else the thread's mgpuSetDefaultDevice
+ * choice, else the one runtime_gpu_set_device / $KINA_DEVICE select).
+ * All are thread-safe. */
+
+/** Registers the GPU binary `data` (a fatbin or cubin, `gpuBlobSize`
+ *  bytes; static storage of the calling object, not copied) and returns its
+ *  handle. Called from a global constructor at program start, so it touches
+ *  no driver (there may be none): the binary is loaded with cuModuleLoadData
+ *  lazily, by mgpuModuleGetFunction, once per process and device. NULL only
+ *  for a null `data` (status 3) or out of memory (status 2). */
+void *mgpuModuleLoad(void *data, size_t gpuBlobSize);
+
+/** As mgpuModuleLoad for NUL-terminated PTX text (MLIR's `format=isa`),
+ *  compiled by the driver (cuModuleLoadDataEx, JIT optimisation level
+ *  `optLevel`) when first used on a device; a compilation failure's log is
+ *  in the message. */
+void *mgpuModuleLoadJIT(void *data, int optLevel);
+
+/** Unloads a handle from mgpuModuleLoad(JIT) on every device it was loaded
+ *  on and frees it (a global destructor at exit calls it). Never loads the
+ *  driver for a binary that never ran; CUDA_ERROR_DEINITIALIZED (the driver
+ *  shut down first at exit) is accepted silently, other failures are
+ *  recorded as the last error. NULL is ignored. */
+void mgpuModuleUnload(void *module);
+
+/** The kernel `name` (a NUL-terminated entry name) of a module handle on
+ *  the current device (a CUfunction), loading the module there first if it
+ *  is not loaded (under the module's lock) and caching the function.
+ *  NULL, with status 3 recorded, when the handle is NULL, the driver or
+ *  device is missing, or the load or lookup fails. */
+void *mgpuModuleGetFunction(void *module, const char *name);
+
+/** Launches `function` on a grid of gridX x gridY x gridZ blocks of blockX
+ *  x blockY x blockZ threads with `smem` bytes of dynamic shared memory on
+ *  `stream` (NULL: the legacy default stream); `params` points to the
+ *  kernel's `paramsCount` argument addresses (cuLaunchKernel's
+ *  kernelParams), `extra` is passed through. Kernels asking for more than
+ *  48 KiB of dynamic shared memory get cuFuncSetAttribute(
+ *  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) first (once per size).
+ *  A grid or block with a zero dimension launches nothing (an empty
+ *  tensor). A NULL `function` (its load failed), a dimension or `smem` out
+ *  of range, or a failing CUDA call records status 3 and launches
+ *  nothing. Asynchronous: faults show at the next synchronisation. */
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t smem, void *stream,
+                      void **params, void **extra, size_t paramsCount);
+
+/** The calling thread's stream on the current device (a non-blocking
+ *  CUstream), created on the thread's first call and reused by every later
+ *  one; destroyed when the thread exits. NULL with status 3 recorded if it
+ *  cannot be created. */
+void *mgpuStreamCreate(void);
+
+/** Destroys `stream`, except a thread's stream from mgpuStreamCreate,
+ *  which is kept for reuse (then this is a no-op). NULL is ignored. */
+void mgpuStreamDestroy(void *stream);
+
+/** Waits until all work queued on `stream` has finished; a failed kernel
+ *  (e.g. CUDA_ERROR_ILLEGAL_ADDRESS) is recorded with status 3. */
+void mgpuStreamSynchronize(void *stream);
+
+/** Makes later work on `stream` wait for `event` (cuStreamWaitEvent). */
+void mgpuStreamWaitEvent(void *stream, void *event);
+
+/** A new event without timing (cuEventCreate(CU_EVENT_DISABLE_TIMING));
+ *  NULL with status 3 recorded on failure. Free with mgpuEventDestroy. */
+void *mgpuEventCreate(void);
+
+/** Destroys an event from mgpuEventCreate; NULL is ignored. */
+void mgpuEventDestroy(void *event);
+
+/** Waits until `event` has completed. */
+void mgpuEventSynchronize(void *event);
+
+/** Records `event` on `stream`. */
+void mgpuEventRecord(void *event, void *stream);
+
+/** Allocates `sizeBytes` bytes (at least 1) of device memory
+ *  (cuMemAlloc), or of managed memory when `isHostShared`
+ *  (cuMemAllocManaged, attached globally); `stream` is unused. Not recorded
+ *  in the runtime's registry: free with mgpuMemFree. NULL with status 2
+ *  (out of memory) or 3 recorded on failure. Compiled cuda code allocates
+ *  through _mlir_ciface_runtime_gpu_alloc_unranked instead. */
+void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared);
+
+/** Frees memory from mgpuMemAlloc (cuMemFree); NULL is ignored. */
+void mgpuMemFree(void *pointer, void *stream);
+
+/** Copies `sizeBytes` bytes from `source` to `destination` on `stream`
+ *  (cuMemcpyAsync, unified addressing: any direction). */
+void mgpuMemcpy(void *destination, void *source, size_t sizeBytes,
+                void *stream);
+
+/** Sets `count` 32-bit words at `destination` to `value` on `stream`. */
+void mgpuMemset32(void *destination, unsigned int value, size_t count,
+                  void *stream);
+
+/** Sets `count` 16-bit words at `destination` to `value` on `stream`. */
+void mgpuMemset16(void *destination, unsigned short value, size_t count,
+                  void *stream);
+
+/** Makes `device` the device the calling thread's mgpu* calls use outside
+ *  a kina_<fn> call (a negative value clears it); it does not change where
+ *  runtime_gpu_alloc_unranked allocates. Not checked until the next call
+ *  needs the device. */
+void mgpuSetDefaultDevice(int32_t device);
 
 /** The version of kinac this runtime was built with ("0.1.0"): the same
  *  string as `kinac --version` prints. Static storage; never null. */

@@ -13,6 +13,9 @@
  * printed is `digits: N=1797 accuracy=A max_abs_diff=D`; the exit code is 0
  * only if D <= 1e-5, the argmax equals sklearn's on every image, and every
  * status is as expected. Assumes a little-endian host, as the data files are.
+ * Built with -DKINA_DIGITS_CUDA=1 (scripts/digits.sh --target=cuda) for an
+ * object compiled with `kinac --target=cuda`, it keeps the data in CUDA
+ * managed memory allocated through the runtime, as such entries require.
  *
  *===----------------------------------------------------------------------===*/
 #include "mlp.h"
@@ -28,8 +31,44 @@
 #define NUM_CLASSES 10
 #define MAX_ABS_DIFF 1e-5
 
-/* Reads DIR/NAME, which must hold exactly `bytes` bytes, into a malloc'ed
- * buffer the caller frees. Returns NULL (after printing why) on failure. */
+/* A buffer for input data: host memory (malloc) for a CPU object; for a
+ * --target=cuda object (KINA_DIGITS_CUDA) CUDA managed memory from
+ * _mlir_ciface_runtime_gpu_alloc_unranked, which the GPU can read. NULL
+ * (after printing why) on failure. Release with free_input. */
+static void *alloc_input(size_t bytes) {
+#if KINA_DIGITS_CUDA
+  KinaMemRef1 m;
+  KinaUnrankedMemRef u;
+  memset(&m, 0, sizeof m);
+  m.sizes[0] = (int64_t)bytes;
+  u.rank = 1;
+  u.descriptor = &m;
+  if (_mlir_ciface_runtime_gpu_alloc_unranked(&u, 1) != KINA_STATUS_SUCCESS) {
+    fprintf(stderr, "digits: cannot allocate %zu bytes of managed memory: %s\n",
+            bytes, kina_last_error());
+    return NULL;
+  }
+  return m.allocated;
+#else
+  void *data = malloc(bytes);
+  if (!data)
+    fprintf(stderr, "digits: cannot allocate %zu bytes\n", bytes);
+  return data;
+#endif
+}
+
+static void free_input(void *data) {
+#if KINA_DIGITS_CUDA
+  if (data)
+    runtime_free(data);
+#else
+  free(data);
+#endif
+}
+
+/* Reads DIR/NAME, which must hold exactly `bytes` bytes, into a buffer from
+ * alloc_input that the caller releases with free_input. Returns NULL (after
+ * printing why) on failure. */
 static void *read_file(const char *dir, const char *name, size_t bytes) {
   char path[4096];
   FILE *f;
@@ -56,10 +95,10 @@ static void *read_file(const char *dir, const char *name, size_t bytes) {
     fclose(f);
     return NULL;
   }
-  data = malloc(bytes);
+  data = alloc_input(bytes);
   if (!data || fread(data, 1, bytes, f) != bytes) {
     fprintf(stderr, "digits: cannot read %s\n", path);
-    free(data);
+    free_input(data);
     fclose(f);
     return NULL;
   }
@@ -212,19 +251,19 @@ int main(int argc, char **argv) {
     }
   }
 
+  free_input(images);
+  free_input(labels);
+  free_input(w1);
+  free_input(b1);
+  free_input(w2);
+  free_input(b2);
+  free_input(proba);
   status = runtime_gpu_free_all();
   if (status != KINA_STATUS_SUCCESS) {
     fprintf(stderr, "digits: runtime_gpu_free_all failed: %s: %s\n",
             kina_status_name(status), kina_last_error());
     ok = 0;
   }
-  free(images);
-  free(labels);
-  free(w1);
-  free(b1);
-  free(w2);
-  free(b2);
-  free(proba);
 
   printf("argmax mismatches vs sklearn: %ld of %d\n", argmax_mismatches,
          NUM_IMAGES);

@@ -5,12 +5,15 @@
  * stats.kir's @forward (kina_stats_forward) the column means and maxima.
  * Both headers are included here; each module's symbols carry its own
  * prefix. Prints the results and "make-project: ok" and exits 0 when every
- * value is within 1e-5 of the C reference; exits 1 otherwise. */
+ * value is within 1e-5 of the C reference; exits 1 otherwise. Built with
+ * -DKINA_SAMPLE_CUDA=1 (make KINA_TARGET=cuda), it passes the input in CUDA
+ * managed memory from the runtime, as --target=cuda entries require. */
 #include "normalize.h"
 #include "stats.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 enum { ROWS = 3, COLS = 4 };
 
@@ -33,6 +36,14 @@ int main(void) {
       {10.0f, 10.0f, 10.0f, 10.0f},
   };
   KinaMemRef2 in = matrix(&x[0][0], ROWS, COLS);
+#if KINA_SAMPLE_CUDA
+  KinaUnrankedMemRef managed = {2, &in};
+  if (_mlir_ciface_runtime_gpu_alloc_unranked(&managed, sizeof(float)) != 0) {
+    fprintf(stderr, "managed memory: %s\n", kina_last_error());
+    return 1;
+  }
+  memcpy(in.aligned, &x[0][0], sizeof x);
+#endif
 
   KinaMemRef2 probs;
   int32_t status = kina_normalize_forward(&probs, &in);
@@ -79,6 +90,9 @@ int main(void) {
   runtime_free(probs.allocated);
   runtime_free(mean.allocated);
   runtime_free(max.allocated);
+#if KINA_SAMPLE_CUDA
+  runtime_free(in.allocated);
+#endif
   if (failures) {
     printf("make-project: %d mismatches\n", failures);
     return 1;

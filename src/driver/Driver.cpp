@@ -501,9 +501,10 @@ std::optional<std::string> Compilation::generate(const std::string &input,
   if (stage == EmitStage::Kir)
     return printModule(module);
   if (stage == EmitStage::Header)
-    return emitHeader(module, opts.symbolPrefix);
+    return emitHeader(module, opts.symbolPrefix, opts.target);
   if (stage == EmitStage::Manifest) {
-    return emitManifest(module, opts.symbolPrefix, "kinac " KINA_VERSION);
+    return emitManifest(module, opts.symbolPrefix, "kinac " KINA_VERSION,
+                        opts.target);
   }
 
   MLIRGenOptions genOptions;

@@ -47,7 +47,8 @@ Json tensorJson(const std::string &name, const TensorType &type) {
 } // namespace
 
 std::string emitManifest(const Module &module, const std::string &prefix,
-                         const std::string &generator) {
+                         const std::string &generator,
+                         const std::string &target) {
   Json functions = Json::array();
   for (const Function &fn : module.functions) {
     if (fn.isPrivate)
@@ -78,6 +79,7 @@ std::string emitManifest(const Module &module, const std::string &prefix,
   manifest["generator"] = generator;
   manifest["module"] = module.name;
   manifest["symbol_prefix"] = prefix;
+  manifest["target"] = target;
   manifest["functions"] = std::move(functions);
   return manifest.dump(2) + "\n";
 }

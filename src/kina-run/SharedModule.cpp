@@ -95,6 +95,10 @@ std::string parseManifest(const std::string &text, Manifest &out) {
     m.module = j.at("module").get<std::string>();
     m.generator = j.value("generator", "");
     m.symbolPrefix = j.value("symbol_prefix", "");
+    m.target = j.value("target", "cpu");
+    if (m.target != "cpu" && m.target != "cuda")
+      return "the manifest's target '" + m.target +
+             "' is not one this kina-run runs (cpu, cuda)";
     for (const Json &f : j.at("functions")) {
       FunctionSignature fn;
       fn.name = f.at("name").get<std::string>();
@@ -176,6 +180,11 @@ std::string SharedModule::open(const std::string &path) {
   if (!freeFn || !lastErrorFn || !statusNameFn || !liveCountFn)
     return "the library lacks the kina runtime (runtime_free, "
            "kina_last_error, kina_status_name, runtime_live_buffer_count)";
+  gpuAllocFn = asFunction<int32_t (*)(void *, int32_t)>(
+      symbol("_mlir_ciface_runtime_gpu_alloc_unranked"));
+  if (parsed.target == "cuda" && !gpuAllocFn)
+    return "the manifest says target cuda, but the library lacks "
+           "_mlir_ciface_runtime_gpu_alloc_unranked";
   return "";
 }
 
@@ -203,6 +212,10 @@ std::string SharedModule::statusName(int32_t status) const {
 }
 
 int64_t SharedModule::liveBufferCount() const { return liveCountFn(); }
+
+int32_t SharedModule::gpuAllocate(void *unranked, int32_t elementSize) const {
+  return gpuAllocFn ? gpuAllocFn(unranked, elementSize) : 4;
+}
 
 } // namespace run
 } // namespace kina

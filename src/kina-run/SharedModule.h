@@ -5,7 +5,8 @@
 // process), its manifest is read through `kina_module_manifest()` and parsed
 // (schema version 1, docs/manifest.md), and the runtime functions the caller
 // needs (`runtime_free`, `kina_last_error`, `kina_status_name`,
-// `runtime_live_buffer_count`) are resolved from the library itself, since
+// `runtime_live_buffer_count`, and `_mlir_ciface_runtime_gpu_alloc_unranked`
+// for --target=cuda libraries) are resolved from the library itself, since
 // each shared library carries its own copy of the runtime. `callEntry` calls
 // a status entry `int32_t kina_<fn>(out..., in...)` with any number of
 // descriptor pointers up to kMaxEntryPointers.
@@ -65,6 +66,9 @@ struct Manifest {
   std::string module;
   std::string generator;
   std::string symbolPrefix;
+  /// "cpu" or "cuda" (field "target"; "cpu" when absent): where the
+  /// library's entries expect their arguments (host / CUDA managed memory).
+  std::string target = "cpu";
   std::vector<FunctionSignature> functions;
   /// The function named `name` (Kina name), or nullptr.
   const FunctionSignature *lookup(const std::string &name) const;
@@ -107,6 +111,12 @@ public:
   std::string statusName(int32_t status) const;
   /// The library's runtime_live_buffer_count().
   int64_t liveBufferCount() const;
+  /// The library's _mlir_ciface_runtime_gpu_alloc_unranked(unranked,
+  /// elementSize): allocates CUDA managed memory for the ranked descriptor
+  /// `unranked` points at (sizes set) and records it in the library's
+  /// registry; returns the runtime's status (3 without a usable GPU; the
+  /// reason in lastError()), or 4 if the library lacks the function.
+  int32_t gpuAllocate(void *unranked, int32_t elementSize) const;
 
 private:
   void *handle = nullptr;
@@ -115,6 +125,7 @@ private:
   const char *(*lastErrorFn)() = nullptr;
   const char *(*statusNameFn)(int32_t) = nullptr;
   int64_t (*liveCountFn)() = nullptr;
+  int32_t (*gpuAllocFn)(void *, int32_t) = nullptr;
 };
 
 } // namespace run

@@ -4,7 +4,10 @@
 // library written by `kinac --emit=shared` (SharedModule.h), finds `@forward`
 // in its manifest, reads one NPY file per argument (Npy.h) and checks it
 // against the manifest (element type: status 6, Type Error; rank: status 1),
-// builds row-major descriptors over the file data, calls the status entry
+// builds row-major descriptors over the file data (for a library whose
+// manifest says "target": "cuda", over copies of it in CUDA managed memory
+// allocated through the library's own runtime, freed after the call; results
+// are managed memory the host reads directly), calls the status entry
 // `kina_forward` (which checks every dim itself), writes each result to its
 // `--out` file as NPY, frees the results with the library's runtime_free,
 // and exits with the entry's status (its kina_last_error() message on
@@ -210,10 +213,44 @@ int runKinaRun(const Options &opts) {
     descriptors.push_back(Descriptor::over(arrays[i].data.data(), a.shape));
   }
 
+  // --target=cuda: the arguments go to CUDA managed memory, allocated by the
+  // library's runtime (so its registry and device selection apply).
+  std::vector<void *> deviceInputs;
+  auto freeDeviceInputs = [&] {
+    for (void *p : deviceInputs)
+      module.runtimeFree(p);
+    deviceInputs.clear();
+  };
+  if (manifest.target == "cuda") {
+    for (size_t i = 0; i < descriptors.size(); ++i) {
+      const npy::NpyArray &a = arrays[i];
+      const run::TensorSignature &arg = fn->arguments[i];
+      // The sizes in a descriptor; the runtime writes pointers and strides.
+      Descriptor managed = Descriptor::over(nullptr, a.shape);
+      struct {
+        int64_t rank;
+        void *descriptor;
+      } unranked{static_cast<int64_t>(a.shape.size()), managed.address()};
+      int32_t status =
+          module.gpuAllocate(&unranked, static_cast<int32_t>(arg.element.size));
+      if (status != KINA_STATUS_SUCCESS) {
+        error("cannot allocate CUDA managed memory for argument %" + arg.name +
+              " of " + where + ": " + module.lastError());
+        freeDeviceInputs();
+        return status;
+      }
+      deviceInputs.push_back(managed.allocated());
+      if (a.data.size() != 0)
+        std::memcpy(managed.aligned(), a.data.data(), a.data.size());
+      descriptors[i] = managed;
+    }
+  }
+
   void *entry = module.symbol(fn->entry);
   if (!entry) {
     error(opts.library + ": the manifest names the entry " + fn->entry +
           ", which the library does not define");
+    freeDeviceInputs();
     return KINA_STATUS_VALIDATION_ERROR;
   }
   std::vector<Descriptor> results;
@@ -226,6 +263,7 @@ int runKinaRun(const Options &opts) {
     pointers.push_back(d.address());
 
   int32_t status = module.callEntry(entry, pointers);
+  freeDeviceInputs();
   if (status != KINA_STATUS_SUCCESS) {
     std::string message = module.lastError();
     error(fn->entry + " returned " + std::to_string(status) + " (" +

@@ -25,6 +25,17 @@ is reported against its case. Compile-error cases always compile alone.
 `--no-batch` compiles every case alone. Prints one line per failing case
 (all lines with -v), then `N passed, N failed`, and exits 1 if any case
 failed. Needs /usr/bin/python3 with NumPy only.
+
+`--target=cuda` compiles with `kinac --target=cuda` (kina-run then copies
+the inputs into CUDA managed memory); the tolerances stay the CPU's. For a
+GPU machine without kinac, the work splits in two:
+ - `--build-only OUT` (here): compiles every library into OUT/libs, checks
+   the compile-error cases, copies the cases into OUT/cases and writes
+   OUT/index.json (which library each case runs in, or why none was built,
+   and the compile-error cases' results); runs nothing;
+ - `--prebuilt OUT` (there): runs every case with kina-run from those
+   libraries, no kinac, and reports as above (compile-error cases with the
+   results recorded at build time).
 """
 
 import argparse
@@ -95,7 +106,10 @@ def compare(name, got_arr, want_arr, dtype, tol_class):
             return (f"{name}: {int(bad.sum())} of {bad.size} elements differ, "
                     f"first at {i}: got {got[i]}, expected {want[i]}")
         return None
-    tol = TOLERANCE[tol_class]
+    # A class name, or a number (cases exported by run_e2e.py carry their
+    # own tolerances, compared the same way).
+    tol = TOLERANCE[tol_class] if isinstance(tol_class, str) \
+        else float(tol_class)
     nan_got, nan_want = np.isnan(got), np.isnan(want)
     if (nan_got != nan_want).any():
         i = tuple(np.argwhere(nan_got != nan_want)[0])
@@ -123,7 +137,10 @@ class Runner:
         self.args = args
 
     def kinac(self, kir_path, lib):
-        return run([self.args.kinac, kir_path, "--emit=shared", "-o", lib])
+        cmd = [self.args.kinac, kir_path, "--emit=shared", "-o", lib]
+        if self.args.target != "cpu":
+            cmd.append(f"--target={self.args.target}")
+        return run(cmd)
 
     def check_compile_error(self, case, work):
         kir = os.path.join(work, "case.kir")
@@ -179,13 +196,15 @@ class Runner:
             got = np.load(o, allow_pickle=False)
             want = np.load(os.path.join(case.folder, m["file"]),
                            allow_pickle=False)
-            p = compare(f"result {k}", got, want, m["dtype"], m["tolerance"])
+            p = compare(f"result {k}", got, want, m["dtype"],
+                        m["tolerance"])
             if p:
                 problems.append(p)
         return "; ".join(problems) or None
 
-    def run_group(self, group, cases):
-        """Results [(case, problem or None)] of one group."""
+    def build_group(self, group, cases):
+        """Compiles one group: ([(case, problem)] of its compile-error
+        cases, {case name: library path, or "kinac exited ..." text})."""
         results = []
         gwork = os.path.join(self.args.workdir, group)
         os.makedirs(gwork, exist_ok=True)
@@ -206,31 +225,125 @@ class Runner:
             if rc == 0:
                 libs = {c.name: lib for c in batch}
         for c in batch:
+            if c.name in libs:
+                continue
             work = os.path.join(gwork, c.name)
             os.makedirs(work, exist_ok=True)
+            kir = os.path.join(work, "case.kir")
+            shutil.copyfile(os.path.join(c.folder, "case.kir"), kir)
+            lib = os.path.join(work, "case.so")
+            rc, _, err = self.kinac(kir, lib)
+            libs[c.name] = lib if rc == 0 else \
+                f"kinac exited {rc}:\n{err.strip()}"
+        return results, libs
+
+    def run_cases(self, cases, libs, workdir):
+        """[(case, problem)] of running every case with its library."""
+        results = []
+        for c in cases:
             lib = libs.get(c.name)
-            if lib is None:
-                kir = os.path.join(work, "case.kir")
-                shutil.copyfile(os.path.join(c.folder, "case.kir"), kir)
-                lib = os.path.join(work, "case.so")
-                rc, _, err = self.kinac(kir, lib)
-                if rc != 0:
-                    results.append((c, f"kinac exited {rc}:\n{err.strip()}"))
-                    continue
+            if lib is None or not lib.endswith(".so"):
+                results.append((c, lib or "no library was built"))
+                continue
+            work = os.path.join(workdir, c.name)
+            os.makedirs(work, exist_ok=True)
             try:
                 results.append((c, self.check_run(c, lib, work)))
             except Exception as e:  # a broken output file, ...
                 results.append((c, f"{type(e).__name__}: {e}"))
         return results
 
+    def run_group(self, group, cases):
+        """Results [(case, problem or None)] of one group."""
+        results, libs = self.build_group(group, cases)
+        batch = [c for c in cases if not c.compile_error]
+        return results + self.run_cases(
+            batch, libs, os.path.join(self.args.workdir, group))
+
+
+def build_only(args, runner, groups):
+    """--build-only: libraries, compile-error results and the cases into
+    args.build_only; returns the number of cases whose library did not
+    build or whose compile error was wrong."""
+    out = os.path.abspath(args.build_only)
+    libdir = os.path.join(out, "libs")
+    os.makedirs(libdir, exist_ok=True)
+    index = {"target": args.target, "cases": {}}
+    problems = 0
+    order = sorted(groups, key=lambda g: -len(groups[g]))
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        futures = {pool.submit(runner.build_group, g, groups[g]): g
+                   for g in order}
+        for fut in concurrent.futures.as_completed(futures):
+            results, libs = fut.result()
+            for c, problem in results:
+                index["cases"][c.name] = {"compile_error_problem": problem}
+                if problem:
+                    problems += 1
+                    print(f"FAIL {c.name}: {problem}", flush=True)
+            for name, lib in libs.items():
+                if lib.endswith(".so"):
+                    # One copy per library (a group's cases share one).
+                    rel = os.path.relpath(lib, args.workdir)
+                    dest = os.path.join(libdir, rel.replace(os.sep, "__"))
+                    if not os.path.exists(dest):
+                        shutil.copyfile(lib, dest)
+                    index["cases"][name] = {
+                        "lib": os.path.relpath(dest, out)}
+                else:
+                    problems += 1
+                    index["cases"][name] = {"build_problem": lib}
+                    print(f"FAIL {name}: {lib}", flush=True)
+    cases_out = os.path.join(out, "cases")
+    if os.path.isdir(cases_out):
+        shutil.rmtree(cases_out)
+    for name in index["cases"]:
+        shutil.copytree(os.path.join(args.cases, name),
+                        os.path.join(cases_out, name))
+    with open(os.path.join(out, "index.json"), "w") as f:
+        json.dump(index, f, indent=1, sort_keys=True)
+    print(f"built {sum(1 for v in index['cases'].values() if 'lib' in v)} "
+          f"cases' libraries ({len(os.listdir(libdir))} files) for "
+          f"--target={args.target} into {out}; {problems} problems")
+    return problems
+
+
+def prebuilt_group(runner, prebuilt, index, cases, group):
+    """--prebuilt: [(case, problem)] of one group from the recorded index."""
+    results = []
+    libs = {}
+    batch = []
+    for c in cases:
+        entry = index["cases"].get(c.name)
+        if entry is None:
+            results.append((c, "not in the prebuilt index"))
+        elif "compile_error_problem" in entry:
+            results.append((c, entry["compile_error_problem"]))
+        elif "build_problem" in entry:
+            results.append((c, entry["build_problem"]))
+        else:
+            libs[c.name] = os.path.join(prebuilt, entry["lib"])
+            batch.append(c)
+    return results + runner.run_cases(
+        batch, libs, os.path.join(runner.args.workdir, group))
+
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--kinac", required=True)
-    ap.add_argument("--kina-run", required=True, dest="kina_run")
-    ap.add_argument("--cases", default=os.path.join(here, "cases"))
+    ap.add_argument("--kinac")
+    ap.add_argument("--kina-run", dest="kina_run")
+    ap.add_argument("--cases")
     ap.add_argument("--workdir", required=True)
+    ap.add_argument("--target", default="cpu", choices=["cpu", "cuda"],
+                    help="kinac --target (default cpu)")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--build-only", metavar="OUT", dest="build_only",
+                      help="compile the libraries into OUT (for "
+                      "--prebuilt on another machine); run nothing")
+    mode.add_argument("--prebuilt", metavar="OUT",
+                      help="run the libraries --build-only wrote into OUT "
+                      "(no kinac needed)")
     ap.add_argument("-j", type=int, default=os.cpu_count() or 1,
                     dest="jobs", help="groups run in parallel")
     ap.add_argument("--filter", default="",
@@ -240,6 +353,21 @@ def main():
     ap.add_argument("-v", action="store_true", dest="verbose",
                     help="print every case")
     args = ap.parse_args()
+    index = None
+    if args.prebuilt:
+        args.prebuilt = os.path.abspath(args.prebuilt)
+        with open(os.path.join(args.prebuilt, "index.json")) as f:
+            index = json.load(f)
+        if args.cases is None:
+            args.cases = os.path.join(args.prebuilt, "cases")
+        print(f"prebuilt libraries for --target={index['target']} from "
+              f"{args.prebuilt}", flush=True)
+    if args.cases is None:
+        args.cases = os.path.join(here, "cases")
+    if not args.prebuilt and not args.kinac:
+        ap.error("--kinac is required (except with --prebuilt)")
+    if not args.build_only and not args.kina_run:
+        ap.error("--kina-run is required (except with --build-only)")
     start = time.time()
     cases = []
     for name in sorted(os.listdir(args.cases)):
@@ -257,11 +385,18 @@ def main():
     for c in cases:
         groups.setdefault(c.meta["group"], []).append(c)
     runner = Runner(args)
+    if args.build_only:
+        return 1 if build_only(args, runner, groups) else 0
     results = []
     # Big groups first, so that the last ones to finish are short.
     order = sorted(groups, key=lambda g: -len(groups[g]))
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        futures = [pool.submit(runner.run_group, g, groups[g]) for g in order]
+        if index is not None:
+            futures = [pool.submit(prebuilt_group, runner, args.prebuilt,
+                                   index, groups[g], g) for g in order]
+        else:
+            futures = [pool.submit(runner.run_group, g, groups[g])
+                       for g in order]
         for fut in concurrent.futures.as_completed(futures):
             for c, problem in fut.result():
                 results.append((c, problem))

@@ -27,11 +27,16 @@ fails to compile does not stop the others. `--digits SAMPLE_DIR` instead
 builds and runs the digits sample (samples/digits) with the generated header
 and checks its exit code and last line. Prints `PASS name` / `FAIL name`
 per case, then `N passed, N failed`; exits 1 if anything failed. Needs only
-NumPy.
+NumPy. `--export-cases DIR` instead writes the cases' runs in the format of
+the conformance suite (tests/conformance/cases: case.kir, in<k>.npy,
+out<k>.npy, case.json), so that run_conformance.py can compile them for
+another target and replay them with kina-run (scripts/gpu-artefacts.sh does
+this for --target=cuda); it compiles and runs nothing.
 """
 
 import argparse
 import concurrent.futures
+import json
 import math
 import os
 import re
@@ -1565,6 +1570,68 @@ def run_case(name, builder, opts):
     return problems
 
 
+def export_cases(selected, out):
+    """--export-cases: one conformance-format case per run of every case
+    (its functions renamed per case and run, `@f` -> `@f__<case>_r<k>`, so
+    the runs of 8 cases compile into one module; a group that does not
+    compile falls back to one module per run).
+    Cases with more than one module or that kinac may refuse stay with the
+    C harness only. Returns the number of case folders written."""
+    os.makedirs(out, exist_ok=True)
+    written = 0
+    for index, (name, builder) in enumerate(selected):
+        c = builder(np.random.default_rng(zlib.crc32(name.encode())))
+        if c.others or c.reject_ok:
+            continue
+        kir = re.sub(r"^\s*module\s+@\S+\s*$", "", c.kir, flags=re.M)
+        defined = re.findall(r"\bfunc\s+(?:private\s+)?@([\w.]+)", kir)
+        group = f"e2e_{index // 8}"
+        tag = re.sub(r"\W", "_", name)
+        for k, run in enumerate(c.runs):
+            renamed = kir
+            for fn in defined:
+                renamed = re.sub(r"@" + re.escape(fn) + r"(?![\w.])",
+                                 f"@{fn}__{tag}_r{k}", renamed)
+            folder = os.path.join(out, f"e2e_{name}__r{k}")
+            os.makedirs(folder, exist_ok=True)
+            with open(os.path.join(folder, "case.kir"), "w") as f:
+                f.write(f"# e2e case {name}, run {k} (run_e2e.py "
+                        f"--export-cases)\n" + renamed.strip() + "\n")
+            inputs = []
+            for i, a in enumerate(run.inputs):
+                if c.args[i][1] == 0:  # the harness keeps rank 0 as (1,)
+                    a = a.reshape(())
+                # np.array, not np.ascontiguousarray (which makes rank 0
+                # rank 1).
+                np.save(os.path.join(folder, f"in{i}.npy"),
+                        np.array(a.astype(a.dtype.newbyteorder("<")),
+                                 order="C"))
+                inputs.append({"file": f"in{i}.npy"})
+            outputs = []
+            if run.status == 0:
+                for j, ((t, rank), ref) in enumerate(zip(c.results,
+                                                         run.expected)):
+                    if rank == 0:
+                        ref = ref.reshape(())
+                    np.save(os.path.join(folder, f"out{j}.npy"),
+                            np.array(ref.astype(NP_OF[t]), order="C"))
+                    tol = run.tol.get(j, DEFAULT_TOL.get(t, 0.0))
+                    outputs.append({"file": f"out{j}.npy", "dtype": t,
+                                    "tolerance": tol if tol else "exact"})
+            meta = {"name": f"e2e_{name}__r{k}",
+                    "function": f"{c.fn}__{tag}_r{k}",
+                    "group": group,
+                    "expect": ({"status": run.status, "message": []}
+                               if run.status else {"status": 0}),
+                    "inputs": inputs, "outputs": outputs,
+                    "results": len(c.results)}
+            with open(os.path.join(folder, "case.json"), "w") as f:
+                json.dump(meta, f, indent=1)
+            written += 1
+    print(f"exported {written} runs of {len(selected)} cases to {out}")
+    return written
+
+
 def run_digits(opts):
     """Builds samples/digits with kinac and runs it on its data."""
     sample = os.path.abspath(opts.digits)
@@ -1619,6 +1686,9 @@ def main():
     ap.add_argument("--list", action="store_true", help="list the cases")
     ap.add_argument("--digits", metavar="SAMPLE_DIR",
                     help="build and run the digits sample instead")
+    ap.add_argument("--export-cases", metavar="DIR", dest="export_cases",
+                    help="write the runs as conformance cases into DIR "
+                    "instead of running them")
     opts = ap.parse_args()
     opts.kinac = os.path.abspath(opts.kinac)
     opts.runtime = os.path.abspath(opts.runtime)
@@ -1631,6 +1701,8 @@ def main():
     if opts.list:
         print("\n".join(n for n, _ in selected))
         return 0
+    if opts.export_cases:
+        return 0 if export_cases(selected, opts.export_cases) else 1
 
     def attempt(item):
         """(problems, note) of one case."""

@@ -12,8 +12,10 @@ One subcommand per ctest test; each works in its own folder under --work:
   cmake-project  samples/cmake-project configured with find_package(Kina)
                against the relocated prefix, built and run; a second build
                recompiles nothing, touching one .kir recompiles that module
-               only, touching kinac recompiles both; `TARGET cuda` and a bad
-               OPT_LEVEL are configure errors with a clear message.
+               only, touching kinac recompiles both; a bad TARGET or
+               OPT_LEVEL is a configure error with a clear message; `TARGET
+               cuda` builds a program that links nothing CUDA (a configure
+               error when this kinac has no cuda target).
   make-project samples/make-project built with `make -j` and the installed
                kinac, run; the dependency files name the .kir file and
                kinac; `make -q` says up to date, touching a .kir rebuilds
@@ -122,6 +124,40 @@ INSTALLED = [
 SCALE_KIR = """func @scale(%x: f32[N]) -> f32[N] {
   %y = mul %x, 3.0
   return %y
+}
+"""
+
+def codegen_targets(prefix):
+    """KINA_CODEGEN_TARGETS of the installed CMake package at `prefix`."""
+    path = os.path.join(prefix, "lib", "cmake", "Kina", "KinaConfig.cmake")
+    with open(path) as f:
+        m = re.search(r"set\(KINA_CODEGEN_TARGETS ([^)]*)\)", f.read())
+    return m.group(1).replace(";", " ").split() if m else []
+
+
+# A TARGET cuda program: its argument in managed memory from the runtime,
+# the status and the first element printed ("cuda: <status> ...").
+CUDA_MAIN = r"""#include "m.h"
+#include <stdio.h>
+#include <string.h>
+int main(void) {
+  KinaMemRef1 x = {0, 0, 0, {3}, {0}}, out;
+  KinaUnrankedMemRef u = {1, &x};
+  int32_t s = _mlir_ciface_runtime_gpu_alloc_unranked(&u, 4);
+  if (s != 0) {
+    printf("cuda: %d %s\n", (int)s, kina_last_error());
+    return 0;
+  }
+  ((float *)x.aligned)[0] = 2.0f;
+  ((float *)x.aligned)[1] = 1.0f;
+  ((float *)x.aligned)[2] = 0.0f;
+  memset(&out, 0, sizeof out);
+  s = kina_scale(&out, &x);
+  if (s != 0)
+    printf("cuda: %d %s\n", (int)s, kina_last_error());
+  else
+    printf("cuda: 0 %.1f\n", ((float *)out.aligned)[0]);
+  return 0;
 }
 """
 
@@ -276,11 +312,15 @@ def cmd_cmake_project(opts):
     bad = fresh_dir(os.path.join(root, "bad"))
     with open(os.path.join(bad, "m.kir"), "w") as f:
         f.write(SCALE_KIR)
+    targets = codegen_targets(prefix)
     cases = [
-        ("TARGET cuda", r"TARGET cuda is not supported by this kinac"),
+        ("TARGET gpu", r"TARGET must be cpu or cuda, not 'gpu'"),
         ("OPT_LEVEL 7", r"OPT_LEVEL must be 0, 1, 2 or 3"),
         ("GPU_ARCH sm_90", r"GPU_ARCH applies to TARGET cuda only"),
     ]
+    if "cuda" not in targets:
+        cases.append(("TARGET cuda",
+                      r"TARGET cuda is not supported by this kinac"))
     for extra, message in cases:
         with open(os.path.join(bad, "CMakeLists.txt"), "w") as f:
             f.write("cmake_minimum_required(VERSION 3.20)\n"
@@ -293,6 +333,38 @@ def cmd_cmake_project(opts):
         text = re.sub(r"\s+", " ", p.stderr)
         check(re.search(message, text), f"'{extra}': no '{message}' in:\n{p.stderr}")
         shutil.rmtree(os.path.join(bad, "build"))
+
+    # TARGET cuda (when this kinac has it): configures, builds, and the
+    # program links nothing CUDA; run here (no GPU needed) its entry returns
+    # 3 with the reason, or 0 where a GPU is usable.
+    if "cuda" in targets:
+        gpu = fresh_dir(os.path.join(root, "cuda"))
+        with open(os.path.join(gpu, "m.kir"), "w") as f:
+            f.write(SCALE_KIR)
+        with open(os.path.join(gpu, "main.c"), "w") as f:
+            f.write(CUDA_MAIN)
+        with open(os.path.join(gpu, "CMakeLists.txt"), "w") as f:
+            f.write("cmake_minimum_required(VERSION 3.20)\n"
+                    "project(gpu LANGUAGES C)\n"
+                    "find_package(Kina CONFIG REQUIRED)\n"
+                    "kina_add_library(m SOURCES m.kir TARGET cuda "
+                    "GPU_ARCH sm_90)\n"
+                    "add_executable(app main.c)\n"
+                    "target_link_libraries(app PRIVATE m)\n")
+        build = os.path.join(gpu, "build")
+        cmake_configure(opts, gpu, build, prefix)
+        p = run([opts.cmake, "--build", build, "--verbose"])
+        link = [l for l in p.stdout.splitlines() if " -o app" in l]
+        check(link and not re.search(r"cuda|cudart", link[-1]),
+              f"TARGET cuda: the link line names CUDA: {link}")
+        needed = run(["readelf", "-d", os.path.join(build, "app")]).stdout
+        check(not re.search(r"NEEDED.*(libcuda|libcudart)", needed),
+              f"TARGET cuda: the program needs a CUDA library:\n{needed}")
+        out = run([os.path.join(build, "app")], expect=None)
+        print(out.stdout, end="")
+        check(re.search(r"^cuda: (0 6\.0|3 .*(CUDA driver not found|no CUDA "
+                        r"device))", out.stdout, re.M),
+              f"TARGET cuda program printed: {out.stdout}{out.stderr}")
     print("cmake-project: ok")
 
 

@@ -57,6 +57,43 @@ int main(void) {
   CHECK(_mlir_ciface_runtime_gpu_alloc_unranked(&managedRef, 4) == 3);
   CHECK(managed.allocated == NULL);
   CHECK(runtime_gpu_free_all() == 0 && runtime_live_buffer_count() == 0);
+
+  /* The GPU call frame and the mgpu* launch functions without a driver:
+   * status 3 recorded, NULL handles, no crash. */
+  static char blob[16] = "not a fatbin";
+  CHECK(kina_rt_gpu_enter() == 3);
+  CHECK(strstr(kina_last_error(), "kina_rt_gpu_enter: CUDA driver not found"));
+  CHECK(kina_rt_gpu_check_argument(NULL, "kina_f", "x") == 0);
+  CHECK(kina_rt_gpu_check_argument(blob, "kina_f", "x") == 3);
+  CHECK(kina_rt_gpu_exit() == 5);
+  void *module = mgpuModuleLoad(blob, sizeof(blob));
+  void *jit = mgpuModuleLoadJIT(blob, 2);
+  CHECK(module != NULL && jit != NULL);
+  kina_rt_begin_call();
+  CHECK(mgpuModuleGetFunction(module, "k") == NULL);
+  CHECK(kina_rt_last_status() == 3);
+  mgpuModuleUnload(jit);
+  mgpuModuleUnload(module);
+  mgpuSetDefaultDevice(0);
+  CHECK(mgpuStreamCreate() == NULL && mgpuEventCreate() == NULL);
+  CHECK(mgpuMemAlloc(16, NULL, true) == NULL);
+  kina_rt_begin_call();
+  mgpuLaunchKernel(blob, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL, 0);
+  CHECK(kina_rt_last_status() == 3);
+  kina_rt_begin_call();
+  mgpuStreamSynchronize(blob);
+  CHECK(kina_rt_last_status() == 3);
+  mgpuStreamDestroy(blob);
+  mgpuStreamWaitEvent(blob, blob);
+  mgpuEventRecord(blob, blob);
+  mgpuEventSynchronize(blob);
+  mgpuEventDestroy(blob);
+  mgpuMemcpy(blob, blob, 4, NULL);
+  mgpuMemset32(blob, 0, 1, NULL);
+  mgpuMemset16(blob, 0, 1, NULL);
+  kina_rt_begin_call();
+  mgpuMemFree(blob, NULL);
+  CHECK(kina_rt_last_status() == 3);
   printf("ok\n");
   return 0;
 }
