@@ -1,6 +1,7 @@
 # The install tree of kinac (`cmake --install <build> --prefix P`):
 #
-#   P/bin/kinac                      (and the other command-line tools)
+#   P/bin/kinac                      (and the other command-line tools:
+#                                    kina-run, kina-opt)
 #   P/lib/libkina_runtime.a
 #   P/include/kina/                  abi.h, runtime.h, RuntimeConfig.h
 #   P/lib/cmake/Kina/                KinaConfig.cmake (+ version file), the
@@ -31,7 +32,7 @@ string(REGEX REPLACE ".* " "" KINA_ABI_VERSION "${_kina_abi_line}")
 
 # Tools: kinac, and any other command-line tool the build defines. Their
 # install RPATH keeps the LLVM/MLIR library directory they link from.
-foreach(tool kinac kina-run)
+foreach(tool kinac kina-run kina-opt)
   if(TARGET ${tool})
     set_target_properties(${tool} PROPERTIES INSTALL_RPATH_USE_LINK_PATH TRUE)
     if(tool STREQUAL "kinac")

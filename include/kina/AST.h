@@ -1,10 +1,12 @@
 //===- AST.h - The syntax tree of a Kina IR module ------------------------===//
 //
 // The in-memory form of a `.kir` file (docs/language.md). The
-// parser (Parser.h) builds it; semantic analysis (Sema.h) fills in every
-// statement's inferred result types and the element type of every literal
-// operand; the canonical printer (Printer.h) and the MLIR generator
-// (MLIRGen.h) read it. Every node carries an `mlir::Location` (a
+// parser (Frontend.h's parseModule, src/frontend/Parser.cpp) builds it;
+// semantic analysis (Frontend.h's analyzeModule, src/frontend/Sema*.cpp)
+// fills in every statement's inferred result types and the element type of
+// every literal operand; the canonical printer (Frontend.h's printModule)
+// and the MLIR generator (MLIRGen.h) read it. Which ops exist, and their
+// attributes, is OpTable.h's table. Every node carries an `mlir::Location` (a
 // FileLineColLoc) so that all diagnostics go through MLIR's one path.
 //
 //===----------------------------------------------------------------------===//

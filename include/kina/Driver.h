@@ -1,5 +1,4 @@
-//===- Driver.h - The kinac command line
-//------------------------------------===//
+//===- Driver.h - The kinac command line ----------------------------------===//
 //
 // `kinac FILE.kir [-o OUT] [--emit=STAGE] [-O0..3] [--target=cpu] ...` and
 // `kinac a.kir main.c -o app` (compile, then link with the system compiler
@@ -7,6 +6,8 @@
 // a place to stop and test: kir, mlir, mlir-llvm, llvm, asm, obj; `header`
 // writes the C header instead, `manifest` the JSON signature manifest, and
 // `shared` (or `-shared`) a dlopen-able library with the runtime inside.
+// The kina_driver library (src/driver/, DriverImpl.h lists its files)
+// implements it; kinac's main.cpp only calls runDriver.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KINA_DRIVER_H

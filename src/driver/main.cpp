@@ -1,8 +1,8 @@
-//===- main.cpp - The kinac executable
-//-------------------------------------===//
+//===- main.cpp - The kinac executable ------------------------------------===//
 //
-// A thin main: everything, option parsing included, lives in Driver.cpp so
-// that nothing below it calls exit().
+// A thin main: everything, option parsing included, lives in the
+// kina_driver library (src/driver/, Driver.h's runDriver), which returns
+// the exit code instead of calling exit().
 //
 //===----------------------------------------------------------------------===//
 #include "kina/Driver.h"

@@ -5,7 +5,11 @@
 // names, collisions with the runtime's C symbols, recursion), then, per
 // function, name resolution and the inference of every statement's result
 // types with NumPy broadcasting over static, `?` and symbolic dims
-// (Shapes.h). Every error is a located diagnostic; analysis goes on after
+// (Shapes.h). This file holds the module, function and value level, the
+// checks every statement goes through (the op's row of OpTable.h: operand
+// count, attributes and their kinds, defaults; literal operands) and the
+// dispatch on the op's family; the inference of each family is in
+// Sema<Family>.cpp (SemaImpl.h lists them), as MLIRGen is split. Every error is a located diagnostic; analysis goes on after
 // one, and a value whose statement failed gets no type, so that later uses
 // of it do not report again. An unknown name (operation, attribute, gelu's
 // `approximate`, element type, %value, @callee, shape dim) gets clang's
@@ -27,8 +31,8 @@
 //    decimal (0.1 is fine in f32) but must not overflow (70000 in f16 is an
 //    error). `true`/`false` only fit i1, and i1 takes only the integers 0
 //    and 1. A literal `gather` index is i64.
-//  - Attribute defaults (the values the spec's table shows), added to the
-//    statement with Attribute::isDefault: gelu approximate = "none"; iota,
+//  - Attribute defaults (the values the spec's table shows, kept in the op
+//    table), added to the statement with Attribute::isDefault: gelu approximate = "none"; iota,
 //    concat, gather axis = 0; transpose perm = reversed axes (NumPy);
 //    argmax/argmin, softmax, log_softmax, layer_norm, rms_norm axis = -1;
 //    reductions axes = [] (all), keepdims = false; slice step = [1, ...];
@@ -50,8 +54,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Format.h"
+#include "SemaImpl.h"
 
 #include "kina/Frontend.h"
+#include "kina/OpTable.h"
 #include "kina/Shapes.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -125,147 +131,23 @@ bool collidesWithRuntimeSymbol(llvm::StringRef exportedName) {
   return collidingSymbol(exportedName, /*exported=*/true).has_value();
 }
 
-namespace {
+namespace sema {
 
 //===----------------------------------------------------------------------===//
-// The op table
+// Diagnostic text
 //===----------------------------------------------------------------------===//
-
-enum class Family {
-  UnaryFloat,
-  UnaryNumeric, // neg, abs
-  Not,
-  Binary,
-  Compare,
-  Select,
-  Cast,
-  Constant,
-  Iota,
-  Matmul,
-  Transpose,
-  Reshape,
-  BroadcastTo,
-  Concat,
-  Slice,
-  Gather,
-  Reduce,
-  ArgReduce,
-  Softmax,
-  LayerNorm,
-  RmsNorm,
-  Call,
-};
-
-enum class AttrKind { Int, Float, Bool, String, Type, IntList, ShapeList };
-
-struct AttrSpec {
-  const char *name;
-  AttrKind kind;
-  bool required;
-};
-
-struct OpInfo {
-  Family family;
-  std::vector<AttrSpec> attrs;
-};
-
-const std::map<std::string, OpInfo> &opTable() {
-  static const std::map<std::string, OpInfo> table = [] {
-    std::map<std::string, OpInfo> t;
-    for (const char *op : {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid",
-                           "relu", "erf", "sin", "cos", "floor", "ceil"})
-      t[op] = {Family::UnaryFloat, {}};
-    t["gelu"] = {Family::UnaryFloat,
-                 {{"approximate", AttrKind::String, false}}};
-    t["neg"] = t["abs"] = {Family::UnaryNumeric, {}};
-    t["not"] = {Family::Not, {}};
-    for (const char *op :
-         {"add", "sub", "mul", "div", "mod", "pow", "max", "min"})
-      t[op] = {Family::Binary, {}};
-    for (const char *op : {"eq", "ne", "lt", "le", "gt", "ge"})
-      t[op] = {Family::Compare, {}};
-    t["select"] = {Family::Select, {}};
-    t["cast"] = {Family::Cast, {{"to", AttrKind::Type, true}}};
-    t["constant"] = {Family::Constant, {}};
-    t["iota"] = {Family::Iota, {{"axis", AttrKind::Int, false}}};
-    t["matmul"] = {Family::Matmul, {}};
-    t["transpose"] = {Family::Transpose, {{"perm", AttrKind::IntList, false}}};
-    t["reshape"] = {Family::Reshape, {{"shape", AttrKind::ShapeList, true}}};
-    t["broadcast_to"] = {Family::BroadcastTo,
-                         {{"shape", AttrKind::ShapeList, true}}};
-    t["concat"] = {Family::Concat, {{"axis", AttrKind::Int, false}}};
-    t["slice"] = {Family::Slice,
-                  {{"start", AttrKind::IntList, true},
-                   {"stop", AttrKind::IntList, true},
-                   {"step", AttrKind::IntList, false}}};
-    t["gather"] = {Family::Gather, {{"axis", AttrKind::Int, false}}};
-    for (const char *op : {"reduce_sum", "reduce_mean", "reduce_max",
-                           "reduce_min", "reduce_prod"})
-      t[op] = {Family::Reduce,
-               {{"axes", AttrKind::IntList, false},
-                {"keepdims", AttrKind::Bool, false}}};
-    t["argmax"] = t["argmin"] = {
-        Family::ArgReduce,
-        {{"axis", AttrKind::Int, false}, {"keepdims", AttrKind::Bool, false}}};
-    t["softmax"] =
-        t["log_softmax"] = {Family::Softmax, {{"axis", AttrKind::Int, false}}};
-    t["layer_norm"] = {
-        Family::LayerNorm,
-        {{"axis", AttrKind::Int, false}, {"epsilon", AttrKind::Float, false}}};
-    t["rms_norm"] = {
-        Family::RmsNorm,
-        {{"axis", AttrKind::Int, false}, {"epsilon", AttrKind::Float, false}}};
-    t["call"] = {Family::Call, {}};
-    return t;
-  }();
-  return table;
-}
-
-const OpInfo *lookupOp(const std::string &name) {
-  const std::map<std::string, OpInfo> &table = opTable();
-  auto it = table.find(name);
-  return it == table.end() ? nullptr : &it->second;
-}
 
 /// `; did you mean 'PREFIX<name>'?` for the candidate nearest to `typo`
 /// (suggestName), or "" when none is close. `quote` encloses the
 /// suggestion (`'` for names, `"` for string values).
 std::string didYouMean(llvm::StringRef typo,
                        llvm::ArrayRef<llvm::StringRef> candidates,
-                       llvm::StringRef prefix = "", char quote = '\'') {
+                       llvm::StringRef prefix, char quote) {
   std::optional<std::string> s = suggestName(typo, candidates);
   if (!s)
     return "";
   return "; did you mean " + std::string(1, quote) + prefix.str() + *s +
          std::string(1, quote) + "?";
-}
-
-/// The names of the operations of the op table, for typo correction.
-std::vector<llvm::StringRef> opNames() {
-  std::vector<llvm::StringRef> names;
-  for (const auto &entry : opTable())
-    names.push_back(entry.first);
-  return names;
-}
-
-const char *describeKind(AttrKind k) {
-  switch (k) {
-  case AttrKind::Int:
-    return "an integer";
-  case AttrKind::Float:
-    return "a number";
-  case AttrKind::Bool:
-    return "a boolean (true or false)";
-  case AttrKind::String:
-    return "a string";
-  case AttrKind::Type:
-    return "an element type";
-  case AttrKind::IntList:
-    return "a list of integers";
-  case AttrKind::ShapeList:
-    return "a list of sizes and dim names";
-  }
-  return "?";
 }
 
 std::string describeValue(const AttrValue &v) {
@@ -327,8 +209,7 @@ std::string listString(llvm::ArrayRef<int64_t> v) {
   return s + "]";
 }
 
-std::string pluralize(size_t n, const char *word,
-                      const char *plural = nullptr) {
+std::string pluralize(size_t n, const char *word, const char *plural) {
   if (n == 1)
     return "1 " + std::string(word);
   return std::to_string(n) + " " +
@@ -419,107 +300,8 @@ bool isLiteral(const Operand &o) {
 }
 
 //===----------------------------------------------------------------------===//
-// Analysis
+// Module, functions and values
 //===----------------------------------------------------------------------===//
-
-using Types = std::vector<TensorType>;
-using MaybeType = std::optional<TensorType>;
-
-class Sema {
-public:
-  Sema(Module &m, std::string symbolPrefix)
-      : module(m), symbolPrefix(std::move(symbolPrefix)) {}
-  mlir::LogicalResult run();
-
-private:
-  mlir::InFlightDiagnostic error(mlir::Location l) {
-    failed = true;
-    return mlir::emitError(l);
-  }
-
-  // Module level.
-  void checkFunctionNames();
-  void checkRecursion();
-
-  // Function level.
-  void analyzeFunction(Function &fn);
-  void analyzeStatement(Statement &st);
-  void checkReturn();
-  void define(const std::string &name, mlir::Location loc, MaybeType type);
-  bool resolveValues(Statement &st);
-  std::string suggestValue(llvm::StringRef name) const;
-
-  // Statement level (st is the current statement).
-  std::optional<Types> infer(Statement &st, const OpInfo &info);
-  bool checkAttributes(Statement &st, const OpInfo &info);
-  bool checkOperandCount(Statement &st, size_t lo, size_t hi);
-  bool checkNoDense(Statement &st);
-  bool requireValue(Statement &st, size_t i);
-  bool typeLiteralGroup(Statement &st, llvm::ArrayRef<size_t> group);
-  bool fitLiteral(Operand &o, ElementType et);
-  bool sameElementType(Statement &st, llvm::ArrayRef<size_t> group);
-  bool checkStaticOrParamDims(Statement &st, const TensorType &t);
-  std::optional<int64_t> axisAttr(Statement &st, const char *name,
-                                  int64_t rank);
-  bool compatible(const TensorType &inferred, const TensorType &written,
-                  TensorType &merged) const;
-  void addDefault(Statement &st, const char *name, AttrValue value);
-  AttrValue intValue(int64_t v, mlir::Location l) const {
-    AttrValue a(l);
-    a.kind = AttrValue::Int;
-    a.intValue = v;
-    a.floatValue = static_cast<double>(v);
-    return a;
-  }
-  AttrValue listValue(llvm::ArrayRef<int64_t> v, mlir::Location l) const {
-    AttrValue a(l);
-    a.kind = AttrValue::List;
-    for (int64_t x : v)
-      a.elements.push_back(intValue(x, l));
-    return a;
-  }
-  std::vector<int64_t> intList(const Statement &st, const char *name) const {
-    std::vector<int64_t> v;
-    for (const AttrValue &e : st.attr(name)->value.elements)
-      v.push_back(e.intValue);
-    return v;
-  }
-
-  MaybeType inferUnary(Statement &st, Family family);
-  MaybeType inferBinary(Statement &st, Family family);
-  MaybeType inferSelect(Statement &st);
-  MaybeType inferCast(Statement &st);
-  MaybeType inferConstant(Statement &st);
-  MaybeType inferIota(Statement &st);
-  MaybeType inferMatmul(Statement &st);
-  MaybeType inferTranspose(Statement &st);
-  MaybeType inferReshape(Statement &st);
-  MaybeType inferBroadcastTo(Statement &st);
-  MaybeType inferConcat(Statement &st);
-  MaybeType inferSlice(Statement &st);
-  MaybeType inferGather(Statement &st);
-  MaybeType inferReduce(Statement &st);
-  MaybeType inferArgReduce(Statement &st);
-  MaybeType inferSoftmax(Statement &st);
-  MaybeType inferNorm(Statement &st, bool layerNorm);
-  std::optional<Types> inferCall(Statement &st);
-  bool checkShapeList(Statement &st, bool allowMinusOne);
-
-  Module &module;
-  /// `--symbol-prefix`: exported symbols are kina_<prefix><name>, ...
-  std::string symbolPrefix;
-  bool failed = false;
-
-  // Per function.
-  Function *fn = nullptr;
-  struct ValueInfo {
-    MaybeType type;
-    mlir::Location loc;
-  };
-  llvm::StringMap<ValueInfo> values;
-  llvm::StringMap<mlir::Location> laterDefs;
-  llvm::StringSet<> paramSymbols;
-};
 
 mlir::LogicalResult Sema::run() {
   checkFunctionNames();
@@ -706,7 +488,7 @@ void Sema::analyzeStatement(Statement &st) {
   st.resultTypes.clear();
   st.inferredTypes.clear();
   std::optional<Types> types;
-  const OpInfo *info = lookupOp(st.op);
+  const OpDesc *info = lookupOp(st.op);
   if (!info) {
     resolveValues(st);
     error(st.opLoc) << "unknown operation '" << st.op << "'"
@@ -733,8 +515,7 @@ void Sema::analyzeStatement(Statement &st) {
   if (types) {
     st.inferredTypes = *types;
     Types merged = *types;
-    bool writesOwnType = info && (info->family == Family::Constant ||
-                                  info->family == Family::Iota);
+    bool writesOwnType = info && info->result == ResultRule::Written;
     if (st.annotation && !writesOwnType) {
       const Types &ann = *st.annotation;
       if (ann.size() != types->size()) {
@@ -828,20 +609,20 @@ void Sema::checkReturn() {
 // Generic statement checks
 //===----------------------------------------------------------------------===//
 
-bool Sema::checkAttributes(Statement &st, const OpInfo &info) {
+bool Sema::checkAttributes(Statement &st, const OpDesc &info) {
   bool ok = true;
   for (const Attribute &a : st.attrs) {
     if (a.isDefault)
       continue;
-    const AttrSpec *spec = nullptr;
-    for (const AttrSpec &s : info.attrs)
+    const AttrDesc *spec = nullptr;
+    for (const AttrDesc &s : info.attrs)
       if (a.name == s.name)
         spec = &s;
     if (!spec) {
       mlir::InFlightDiagnostic d = error(a.loc);
       d << "unknown attribute '" << a.name << "' for '" << st.op << "'";
       std::vector<llvm::StringRef> known;
-      for (const AttrSpec &s : info.attrs)
+      for (const AttrDesc &s : info.attrs)
         known.push_back(s.name);
       std::string suggestion = didYouMean(a.name, known);
       if (!suggestion.empty()) {
@@ -869,15 +650,15 @@ bool Sema::checkAttributes(Statement &st, const OpInfo &info) {
       if (spec->kind == AttrKind::Type && a.value.kind == AttrValue::Symbol)
         suggestion = didYouMean(a.value.stringValue, elementTypeSpellings());
       error(a.value.loc) << "attribute '" << a.name << "' of '" << st.op
-                         << "' must be " << describeKind(spec->kind)
+                         << "' must be " << describeAttrKind(spec->kind)
                          << ", found " << found << suggestion;
       ok = false;
     }
   }
-  for (const AttrSpec &s : info.attrs)
-    if (s.required && !st.attr(s.name)) {
+  for (const AttrDesc &s : info.attrs)
+    if (s.required() && !st.attr(s.name)) {
       error(st.opLoc) << "'" << st.op << "' needs the attribute '" << s.name
-                      << "' (" << describeKind(s.kind) << ")";
+                      << "' (" << describeAttrKind(s.kind) << ")";
       ok = false;
     }
   return ok;
@@ -891,7 +672,7 @@ bool Sema::checkOperandCount(Statement &st, size_t lo, size_t hi) {
   d << "'" << st.op << "' expects ";
   if (lo == hi)
     d << pluralize(lo, "operand");
-  else if (hi == SIZE_MAX)
+  else if (hi == kVariadic)
     d << "at least " << pluralize(lo, "operand");
   else
     d << lo << " to " << hi << " operands";
@@ -972,10 +753,42 @@ bool Sema::sameElementType(Statement &st, llvm::ArrayRef<size_t> group) {
   return true;
 }
 
-void Sema::addDefault(Statement &st, const char *name, AttrValue value) {
+void Sema::addDefault(Statement &st, const char *name,
+                      std::optional<AttrValue> value) {
   if (st.attr(name))
     return;
-  Attribute a{name, std::move(value), st.opLoc};
+  const AttrDesc *spec = desc->attr(name);
+  assert(spec && "a default for an attribute the op table does not list");
+  assert((spec->dflt.kind == AttrDefault::Computed) == value.has_value() &&
+         "a computed default needs its value, a table default none");
+  if (!value) {
+    value.emplace(st.opLoc);
+    const AttrDefault &d = spec->dflt;
+    switch (d.kind) {
+    case AttrDefault::Int:
+      *value = intValue(d.intValue, st.opLoc);
+      break;
+    case AttrDefault::Float:
+      value->kind = AttrValue::Float;
+      value->floatValue = d.floatValue;
+      break;
+    case AttrDefault::Bool:
+      value->kind = AttrValue::Bool;
+      value->boolValue = d.intValue != 0;
+      break;
+    case AttrDefault::String:
+      value->kind = AttrValue::String;
+      value->stringValue = d.stringValue;
+      break;
+    case AttrDefault::IntList:
+      value->kind = AttrValue::List;
+      break;
+    case AttrDefault::Required:
+    case AttrDefault::Computed:
+      llvm_unreachable("no default to add");
+    }
+  }
+  Attribute a{name, std::move(*value), st.opLoc};
   a.isDefault = true;
   st.attrs.push_back(std::move(a));
 }
@@ -1016,101 +829,76 @@ bool Sema::checkStaticOrParamDims(Statement &st, const TensorType &t) {
 // Inference per op family
 //===----------------------------------------------------------------------===//
 
-std::optional<Types> Sema::infer(Statement &st, const OpInfo &info) {
+std::optional<Types> Sema::infer(Statement &st, const OpDesc &info) {
+  desc = &info;
   bool ok = resolveValues(st);
   ok &= checkAttributes(st, info);
-  if (info.family != Family::Constant)
+  if (info.family != OpFamily::Constant)
     ok &= checkNoDense(st);
-  size_t lo = 1, hi = 1;
-  switch (info.family) {
-  case Family::Binary:
-  case Family::Compare:
-  case Family::Matmul:
-  case Family::Gather:
-  case Family::RmsNorm:
-    lo = hi = 2;
-    break;
-  case Family::Select:
-  case Family::LayerNorm:
-    lo = hi = 3;
-    break;
-  case Family::Iota:
-    lo = hi = 0;
-    break;
-  case Family::Concat:
-    hi = SIZE_MAX;
-    break;
-  case Family::Call:
-    lo = 0;
-    hi = SIZE_MAX;
-    break;
-  default:
-    break;
-  }
-  ok &= checkOperandCount(st, lo, hi);
+  ok &= checkOperandCount(st, info.minOperands, info.maxOperands);
   if (!ok)
     return std::nullopt;
 
   MaybeType t;
   switch (info.family) {
-  case Family::UnaryFloat:
-  case Family::UnaryNumeric:
-  case Family::Not:
-    t = inferUnary(st, info.family);
+  case OpFamily::UnaryFloat:
+  case OpFamily::UnaryNumeric:
+  case OpFamily::Not:
+    t = inferUnary(st);
     break;
-  case Family::Binary:
-  case Family::Compare:
-    t = inferBinary(st, info.family);
+  case OpFamily::Binary:
+  case OpFamily::Compare:
+    t = inferBinary(st);
     break;
-  case Family::Select:
+  case OpFamily::Select:
     t = inferSelect(st);
     break;
-  case Family::Cast:
+  case OpFamily::Cast:
     t = inferCast(st);
     break;
-  case Family::Constant:
+  case OpFamily::Constant:
     t = inferConstant(st);
     break;
-  case Family::Iota:
+  case OpFamily::Iota:
     t = inferIota(st);
     break;
-  case Family::Matmul:
+  case OpFamily::Matmul:
     t = inferMatmul(st);
     break;
-  case Family::Transpose:
+  case OpFamily::Transpose:
     t = inferTranspose(st);
     break;
-  case Family::Reshape:
+  case OpFamily::Reshape:
     t = inferReshape(st);
     break;
-  case Family::BroadcastTo:
+  case OpFamily::BroadcastTo:
     t = inferBroadcastTo(st);
     break;
-  case Family::Concat:
+  case OpFamily::Concat:
     t = inferConcat(st);
     break;
-  case Family::Slice:
+  case OpFamily::Slice:
     t = inferSlice(st);
     break;
-  case Family::Gather:
+  case OpFamily::Gather:
     t = inferGather(st);
     break;
-  case Family::Reduce:
+  case OpFamily::Reduce:
     t = inferReduce(st);
     break;
-  case Family::ArgReduce:
+  case OpFamily::ArgReduce:
     t = inferArgReduce(st);
     break;
-  case Family::Softmax:
+  case OpFamily::Softmax:
     t = inferSoftmax(st);
     break;
-  case Family::LayerNorm:
+  case OpFamily::LayerNorm:
     t = inferNorm(st, /*layerNorm=*/true);
     break;
-  case Family::RmsNorm:
+  case OpFamily::RmsNorm:
     t = inferNorm(st, /*layerNorm=*/false);
     break;
-  case Family::Call:
+  case OpFamily::Call:
     return inferCall(st);
   }
   if (!t)
@@ -1118,721 +906,9 @@ std::optional<Types> Sema::infer(Statement &st, const OpInfo &info) {
   return Types{*t};
 }
 
-MaybeType Sema::inferUnary(Statement &st, Family family) {
-  if (!typeLiteralGroup(st, {0}))
-    return std::nullopt;
-  const TensorType &x = *st.operands[0].type;
-  if (family == Family::UnaryFloat && !isFloat(x.elementType)) {
-    error(st.opLoc) << "'" << st.op
-                    << "' expects a float tensor (f64, f32, f16, bf16), "
-                       "found "
-                    << x.str();
-    return std::nullopt;
-  }
-  if (family == Family::UnaryNumeric && x.elementType == ElementType::I1) {
-    error(st.opLoc) << "'" << st.op
-                    << "' expects a float or integer tensor, found " << x.str()
-                    << " (use 'not' on i1)";
-    return std::nullopt;
-  }
-  if (family == Family::Not && x.elementType != ElementType::I1) {
-    error(st.opLoc) << "'not' expects an i1 tensor, found " << x.str();
-    return std::nullopt;
-  }
-  if (st.op == "gelu") {
-    if (const Attribute *a = st.attr("approximate")) {
-      if (a->value.stringValue != "none" && a->value.stringValue != "tanh") {
-        error(a->value.loc)
-            << "'gelu' approximate must be \"none\" or "
-               "\"tanh\", found "
-            << quoteString(a->value.stringValue)
-            << didYouMean(a->value.stringValue, {"none", "tanh"}, "", '"');
-        return std::nullopt;
-      }
-    } else {
-      AttrValue v(st.opLoc);
-      v.kind = AttrValue::String;
-      v.stringValue = "none";
-      addDefault(st, "approximate", v);
-    }
-  }
-  return x;
-}
-
-MaybeType Sema::inferBinary(Statement &st, Family family) {
-  if (!typeLiteralGroup(st, {0, 1}) || !sameElementType(st, {0, 1}))
-    return std::nullopt;
-  const TensorType &a = *st.operands[0].type;
-  const TensorType &b = *st.operands[1].type;
-  // On i1, NumPy's add and maximum are `or`, multiply and minimum `and`.
-  if (family == Family::Binary && a.elementType == ElementType::I1 &&
-      st.op != "add" && st.op != "mul" && st.op != "max" && st.op != "min") {
-    error(st.opLoc) << "'" << st.op << "' does not take i1 operands, found "
-                    << a.str() << " and " << b.str()
-                    << " (on i1, add/max is or, mul/min is and; or 'cast')";
-    return std::nullopt;
-  }
-  int64_t bad = 0;
-  std::optional<std::vector<Dim>> dims = broadcastShapes(a.dims, b.dims, &bad);
-  if (!dims) {
-    error(st.opLoc) << "'" << st.op << "' operands " << a.str() << " and "
-                    << b.str()
-                    << " do not broadcast (static sizes differ in result "
-                       "dim "
-                    << bad << ")";
-    return std::nullopt;
-  }
-  return TensorType{family == Family::Compare ? ElementType::I1 : a.elementType,
-                    *dims};
-}
-
-MaybeType Sema::inferSelect(Statement &st) {
-  Operand &c = st.operands[0];
-  if (c.kind == Operand::BoolLiteral) {
-    c.type = TensorType{ElementType::I1, {}};
-  } else if (c.kind != Operand::Value) {
-    error(c.loc) << "the condition of 'select' must be i1 (a %value, true "
-                    "or false), found the literal "
-                 << literalSpelling(c);
-    return std::nullopt;
-  } else if (c.type->elementType != ElementType::I1) {
-    error(st.opLoc) << "the condition of 'select' must be i1, found "
-                    << c.type->str();
-    return std::nullopt;
-  }
-  if (!typeLiteralGroup(st, {1, 2}) || !sameElementType(st, {1, 2}))
-    return std::nullopt;
-  const TensorType &a = *st.operands[1].type;
-  const TensorType &b = *st.operands[2].type;
-  std::optional<std::vector<Dim>> dims = broadcastShapes(c.type->dims, a.dims);
-  if (dims)
-    dims = broadcastShapes(*dims, b.dims);
-  if (!dims) {
-    error(st.opLoc) << "'select' operands " << c.type->str() << ", " << a.str()
-                    << " and " << b.str()
-                    << " do not broadcast (static sizes differ)";
-    return std::nullopt;
-  }
-  return TensorType{a.elementType, *dims};
-}
-
-MaybeType Sema::inferCast(Statement &st) {
-  if (!requireValue(st, 0))
-    return std::nullopt;
-  TensorType t = *st.operands[0].type;
-  t.elementType = st.attr("to")->value.typeValue;
-  return t;
-}
-
-MaybeType Sema::inferConstant(Statement &st) {
-  if (!st.annotation) {
-    error(st.opLoc) << "'constant' needs its type written after the value "
-                       "(e.g. 'constant 0.5 : f32')";
-    return std::nullopt;
-  }
-  if (st.annotation->size() != 1) {
-    error(st.annotationLoc) << "'constant' has one result, but the "
-                               "annotation gives "
-                            << pluralize(st.annotation->size(), "type");
-    return std::nullopt;
-  }
-  const TensorType &type = st.annotation->front();
-  Operand &o = st.operands[0];
-  if (o.kind == Operand::Value) {
-    error(o.loc) << "'constant' takes a literal or dense<...>, found %"
-                 << o.name;
-    return std::nullopt;
-  }
-  if (!checkStaticOrParamDims(st, type))
-    return std::nullopt;
-  ElementType et = type.elementType;
-  if (isLiteral(o)) {
-    if (!fitLiteral(o, et))
-      return std::nullopt;
-    return type;
-  }
-  // dense<...>: a single number is a splat; a list must have the type's
-  // (static) shape.
-  const DenseLiteral &lit = *o.dense;
-  bool ok = true;
-  std::function<void(const DenseLiteral &)> checkLeaves =
-      [&](const DenseLiteral &e) {
-        if (e.isList) {
-          for (const DenseLiteral &c : e.elements)
-            checkLeaves(c);
-          return;
-        }
-        if (!literalFits(e.isBool, e.isInteger, e.intValue, e.floatValue, et)) {
-          std::string spelled = e.isBool      ? (e.intValue ? "true" : "false")
-                                : e.isInteger ? std::to_string(e.intValue)
-                                              : formatFloat(e.floatValue);
-          error(e.loc) << "literal " << spelled << " "
-                       << doesNotFit(e.isBool, et);
-          ok = false;
-        }
-      };
-  if (lit.isList) {
-    // The literal's shape, from its first elements; then every list at
-    // depth k must have shape[k] elements.
-    std::vector<int64_t> shape;
-    for (const DenseLiteral *e = &lit; e->isList;
-         e = e->elements.empty() ? nullptr : &e->elements.front()) {
-      shape.push_back(static_cast<int64_t>(e->elements.size()));
-      if (e->elements.empty())
-        break;
-    }
-    std::function<bool(const DenseLiteral &, size_t)> rectangular =
-        [&](const DenseLiteral &e, size_t depth) -> bool {
-      bool wantList = depth < shape.size();
-      if (e.isList != wantList) {
-        error(e.loc) << "dense literal is not rectangular: expected "
-                     << (wantList ? "a list" : "a number") << " at depth "
-                     << depth;
-        return false;
-      }
-      if (!wantList)
-        return true;
-      if (static_cast<int64_t>(e.elements.size()) != shape[depth]) {
-        error(e.loc) << "dense literal is not rectangular: expected "
-                     << shape[depth] << " elements, found "
-                     << e.elements.size();
-        return false;
-      }
-      for (const DenseLiteral &c : e.elements)
-        if (!rectangular(c, depth + 1))
-          return false;
-      return true;
-    };
-    if (!rectangular(lit, 0))
-      return std::nullopt;
-    bool matches = type.rank() == static_cast<int64_t>(shape.size());
-    for (size_t i = 0; matches && i < shape.size(); ++i)
-      matches = type.dims[i].isStatic() && type.dims[i].size == shape[i];
-    if (!matches) {
-      error(o.loc) << "dense literal has shape " << listString(shape)
-                   << ", but the type is " << type.str();
-      return std::nullopt;
-    }
-  }
-  checkLeaves(lit);
-  if (!ok)
-    return std::nullopt;
-  o.type = type;
-  return type;
-}
-
-MaybeType Sema::inferIota(Statement &st) {
-  if (!st.annotation) {
-    error(st.opLoc) << "'iota' needs its type written (e.g. 'iota {axis = 0} "
-                       ": i64[8]')";
-    return std::nullopt;
-  }
-  if (st.annotation->size() != 1) {
-    error(st.annotationLoc) << "'iota' has one result, but the annotation "
-                               "gives "
-                            << pluralize(st.annotation->size(), "type");
-    return std::nullopt;
-  }
-  const TensorType &type = st.annotation->front();
-  if (type.elementType == ElementType::I1) {
-    error(st.annotationLoc) << "'iota' needs an integer or float element "
-                               "type other than i1, found "
-                            << type.str();
-    return std::nullopt;
-  }
-  if (!checkStaticOrParamDims(st, type))
-    return std::nullopt;
-  addDefault(st, "axis", intValue(0, st.opLoc));
-  if (!axisAttr(st, "axis", type.rank()))
-    return std::nullopt;
-  return type;
-}
-
-MaybeType Sema::inferMatmul(Statement &st) {
-  if (!requireValue(st, 0) || !requireValue(st, 1) ||
-      !sameElementType(st, {0, 1}))
-    return std::nullopt;
-  const TensorType &ta = *st.operands[0].type;
-  const TensorType &tb = *st.operands[1].type;
-  if (ta.elementType == ElementType::I1) {
-    error(st.opLoc) << "'matmul' does not take i1 operands, found " << ta.str()
-                    << " and " << tb.str();
-    return std::nullopt;
-  }
-  if (ta.rank() == 0 || tb.rank() == 0) {
-    error(st.opLoc) << "'matmul' operands must have rank >= 1, found "
-                    << ta.str() << " and " << tb.str() << " (use 'mul')";
-    return std::nullopt;
-  }
-  // NumPy: a rank-1 left operand is a row [1, K], a rank-1 right operand a
-  // column [K, 1]; the added dim is removed from the result.
-  std::vector<Dim> a = ta.dims, b = tb.dims;
-  bool aVec = a.size() == 1, bVec = b.size() == 1;
-  if (aVec)
-    a.insert(a.begin(), Dim::fixed(1));
-  if (bVec)
-    b.push_back(Dim::fixed(1));
-  const Dim &ka = a[a.size() - 1], &kb = b[b.size() - 2];
-  if (!unifyDim(ka, kb)) {
-    error(st.opLoc) << "'matmul' contraction dims differ: " << ta.str() << " x "
-                    << tb.str() << " (" << dimToString(ka) << " vs "
-                    << dimToString(kb) << ")";
-    return std::nullopt;
-  }
-  std::optional<std::vector<Dim>> batch = broadcastShapes(
-      llvm::ArrayRef<Dim>(a).drop_back(2), llvm::ArrayRef<Dim>(b).drop_back(2));
-  if (!batch) {
-    error(st.opLoc) << "'matmul' batch dims of " << ta.str() << " and "
-                    << tb.str() << " do not broadcast";
-    return std::nullopt;
-  }
-  std::vector<Dim> dims = *batch;
-  if (!aVec)
-    dims.push_back(a[a.size() - 2]);
-  if (!bVec)
-    dims.push_back(b[b.size() - 1]);
-  return TensorType{ta.elementType, dims};
-}
-
-MaybeType Sema::inferTranspose(Statement &st) {
-  if (!requireValue(st, 0))
-    return std::nullopt;
-  const TensorType &x = *st.operands[0].type;
-  int64_t rank = x.rank();
-  if (!st.attr("perm")) {
-    std::vector<int64_t> rev;
-    for (int64_t i = rank - 1; i >= 0; --i)
-      rev.push_back(i);
-    addDefault(st, "perm", listValue(rev, st.opLoc));
-  }
-  const Attribute *a = st.attr("perm");
-  std::vector<int64_t> perm = intList(st, "perm");
-  if (static_cast<int64_t>(perm.size()) != rank) {
-    error(a->value.loc) << "'transpose' perm " << listString(perm) << " has "
-                        << pluralize(perm.size(), "entry", "entries")
-                        << ", but the operand " << x.str() << " has rank "
-                        << rank;
-    return std::nullopt;
-  }
-  std::vector<bool> seen(rank, false);
-  TensorType r{x.elementType, {}};
-  for (int64_t p : perm) {
-    std::optional<int64_t> ax = normalizeAxis(p, rank);
-    if (!ax) {
-      error(a->value.loc) << "'transpose' perm entry " << p
-                          << " is out of range for rank " << rank;
-      return std::nullopt;
-    }
-    if (seen[*ax]) {
-      error(a->value.loc) << "'transpose' perm " << listString(perm)
-                          << " is not a permutation: axis " << *ax
-                          << " appears twice";
-      return std::nullopt;
-    }
-    seen[*ax] = true;
-    r.dims.push_back(x.dims[*ax]);
-  }
-  return r;
-}
-
-bool Sema::checkShapeList(Statement &st, bool allowMinusOne) {
-  const Attribute *a = st.attr("shape");
-  int minusOnes = 0;
-  for (const AttrValue &e : a->value.elements) {
-    if (e.kind == AttrValue::Symbol) {
-      if (!paramSymbols.contains(e.stringValue)) {
-        std::vector<llvm::StringRef> dims;
-        for (const auto &entry : paramSymbols)
-          dims.push_back(entry.getKey());
-        error(e.loc) << "'" << st.op << "' shape uses '" << e.stringValue
-                     << "', which is not a symbolic dim of @" << fn->name
-                     << "'s parameters" << didYouMean(e.stringValue, dims);
-        return false;
-      }
-      continue;
-    }
-    if (e.intValue == -1 && allowMinusOne) {
-      if (++minusOnes > 1) {
-        error(e.loc) << "'" << st.op << "' shape may hold only one -1";
-        return false;
-      }
-      continue;
-    }
-    if (e.intValue < 0) {
-      error(e.loc) << "'" << st.op << "' shape entry " << e.intValue
-                   << " is negative"
-                   << (allowMinusOne ? " (only one -1 is allowed)" : "");
-      return false;
-    }
-  }
-  if (static_cast<int64_t>(a->value.elements.size()) > kMaxRank) {
-    error(a->value.loc) << "'" << st.op << "' shape has "
-                        << a->value.elements.size()
-                        << " entries, above the maximum rank " << kMaxRank;
-    return false;
-  }
-  return true;
-}
-
-MaybeType Sema::inferReshape(Statement &st) {
-  if (!requireValue(st, 0) || !checkShapeList(st, /*allowMinusOne=*/true))
-    return std::nullopt;
-  const TensorType &x = *st.operands[0].type;
-  const Attribute *a = st.attr("shape");
-  // Element counts as static product x symbol multiset (+ unknown `?`).
-  int64_t inStatic = 1;
-  bool inDynamic = false;
-  std::multiset<std::string> inSyms, outSyms;
-  bool inOverflow = false;
-  for (const Dim &d : x.dims) {
-    if (d.isStatic()) {
-      if (__builtin_mul_overflow(inStatic, d.size, &inStatic))
-        inOverflow = true;
-    } else if (d.kind == Dim::Symbolic) {
-      inSyms.insert(d.symbol);
-    } else {
-      inDynamic = true;
-    }
-  }
-  int64_t outStatic = 1;
-  int64_t minusOneAt = -1;
-  TensorType r{x.elementType, {}};
-  for (const AttrValue &e : a->value.elements) {
-    if (e.kind == AttrValue::Symbol) {
-      outSyms.insert(e.stringValue);
-      r.dims.push_back(Dim::named(e.stringValue));
-    } else if (e.intValue == -1) {
-      minusOneAt = r.rank();
-      r.dims.push_back(Dim::dynamic());
-    } else {
-      if (__builtin_mul_overflow(outStatic, e.intValue, &outStatic))
-        inOverflow = true;
-      r.dims.push_back(Dim::fixed(e.intValue));
-    }
-  }
-  bool comparable = !inDynamic && !inOverflow && inSyms == outSyms;
-  if (minusOneAt < 0) {
-    if (comparable && inStatic != outStatic) {
-      error(st.opLoc) << "'reshape' cannot turn " << x.str() << " into "
-                      << r.str() << ": the element counts differ";
-      return std::nullopt;
-    }
-    return r;
-  }
-  if (comparable) {
-    if (outStatic == 0 || inStatic % outStatic != 0) {
-      error(st.opLoc) << "'reshape' cannot turn " << x.str() << " into "
-                      << "shape " << r.str()
-                      << " with -1: the other sizes do not divide the "
-                         "element count";
-      return std::nullopt;
-    }
-    r.dims[minusOneAt] = Dim::fixed(inStatic / outStatic);
-  }
-  return r;
-}
-
-MaybeType Sema::inferBroadcastTo(Statement &st) {
-  if (!requireValue(st, 0) || !checkShapeList(st, /*allowMinusOne=*/false))
-    return std::nullopt;
-  const TensorType &x = *st.operands[0].type;
-  TensorType r{x.elementType, {}};
-  for (const AttrValue &e : st.attr("shape")->value.elements)
-    r.dims.push_back(e.kind == AttrValue::Symbol ? Dim::named(e.stringValue)
-                                                 : Dim::fixed(e.intValue));
-  if (x.rank() > r.rank()) {
-    error(st.opLoc) << "'broadcast_to' cannot lower the rank: " << x.str()
-                    << " to " << r.str();
-    return std::nullopt;
-  }
-  int64_t off = r.rank() - x.rank();
-  for (int64_t i = 0; i < x.rank(); ++i) {
-    const Dim &d = x.dims[i], &t = r.dims[off + i];
-    if (d.isStatic() && d.size == 1)
-      continue;
-    if (!unifyDim(d, t)) {
-      error(st.opLoc) << "'broadcast_to' cannot broadcast " << x.str() << " to "
-                      << r.str() << " (dim " << i << ": " << dimToString(d)
-                      << " vs " << dimToString(t) << ")";
-      return std::nullopt;
-    }
-  }
-  return r;
-}
-
-MaybeType Sema::inferConcat(Statement &st) {
-  std::vector<size_t> all;
-  for (size_t i = 0; i < st.operands.size(); ++i) {
-    if (!requireValue(st, i))
-      return std::nullopt;
-    all.push_back(i);
-  }
-  if (!sameElementType(st, all))
-    return std::nullopt;
-  const TensorType &first = *st.operands[0].type;
-  addDefault(st, "axis", intValue(0, st.opLoc));
-  std::optional<int64_t> axis = axisAttr(st, "axis", first.rank());
-  if (!axis)
-    return std::nullopt;
-  TensorType r = first;
-  bool allStatic = first.dims[*axis].isStatic();
-  int64_t sum = allStatic ? first.dims[*axis].size : 0;
-  for (size_t i = 1; i < st.operands.size(); ++i) {
-    const TensorType &t = *st.operands[i].type;
-    if (t.rank() != first.rank()) {
-      error(st.opLoc) << "'concat' operands must have the same rank, found "
-                      << first.str() << " and " << t.str();
-      return std::nullopt;
-    }
-    for (int64_t d = 0; d < t.rank(); ++d) {
-      if (d == *axis) {
-        if (t.dims[d].isStatic() && allStatic)
-          allStatic = !__builtin_add_overflow(sum, t.dims[d].size, &sum);
-        else
-          allStatic = false;
-        continue;
-      }
-      std::optional<Dim> u = unifyDim(r.dims[d], t.dims[d]);
-      if (!u) {
-        error(st.opLoc) << "'concat' operands " << first.str() << " and "
-                        << t.str() << " differ in dim " << d
-                        << ", which is not the concatenation axis " << *axis;
-        return std::nullopt;
-      }
-      r.dims[d] = *u;
-    }
-  }
-  r.dims[*axis] = allStatic ? Dim::fixed(sum) : Dim::dynamic();
-  return r;
-}
-
-MaybeType Sema::inferSlice(Statement &st) {
-  if (!requireValue(st, 0))
-    return std::nullopt;
-  const TensorType &x = *st.operands[0].type;
-  int64_t rank = x.rank();
-  if (!st.attr("step"))
-    addDefault(st, "step", listValue(std::vector<int64_t>(rank, 1), st.opLoc));
-  std::vector<int64_t> start = intList(st, "start"), stop = intList(st, "stop"),
-                       step = intList(st, "step");
-  for (const char *name : {"start", "stop", "step"}) {
-    const Attribute *a = st.attr(name);
-    if (static_cast<int64_t>(a->value.elements.size()) != rank) {
-      error(a->value.loc) << "'slice' " << name << " has "
-                          << pluralize(a->value.elements.size(), "entry",
-                                       "entries")
-                          << ", but the operand " << x.str() << " has rank "
-                          << rank;
-      return std::nullopt;
-    }
-  }
-  const Attribute *stepAttr = st.attr("step");
-  for (int64_t i = 0; i < rank; ++i)
-    if (step[i] == 0) {
-      error(stepAttr->value.elements[i].loc)
-          << "'slice' step must not be 0 (dim " << i << ")";
-      return std::nullopt;
-    }
-  TensorType r{x.elementType, {}};
-  for (int64_t i = 0; i < rank; ++i) {
-    const Dim &d = x.dims[i];
-    if (d.isStatic()) {
-      r.dims.push_back(Dim::fixed(
-          normalizeSlice(start[i], stop[i], step[i], d.size).length));
-      continue;
-    }
-    // Slices that keep every element whatever the size keep the dim.
-    bool whole = (step[i] == 1 && (start[i] == 0 || start[i] == INT64_MIN) &&
-                  stop[i] == INT64_MAX) ||
-                 (step[i] == -1 && (start[i] == -1 || start[i] == INT64_MAX) &&
-                  stop[i] == INT64_MIN);
-    r.dims.push_back(whole ? d : Dim::dynamic());
-  }
-  return r;
-}
-
-MaybeType Sema::inferGather(Statement &st) {
-  if (!requireValue(st, 0))
-    return std::nullopt;
-  const TensorType &table = *st.operands[0].type;
-  Operand &idx = st.operands[1];
-  addDefault(st, "axis", intValue(0, st.opLoc));
-  std::optional<int64_t> axis = axisAttr(st, "axis", table.rank());
-  if (!axis)
-    return std::nullopt;
-  if (idx.kind == Operand::IntLiteral) {
-    idx.type = TensorType{ElementType::I64, {}};
-    const Dim &d = table.dims[*axis];
-    if (d.isStatic() && (idx.intValue < -d.size || idx.intValue >= d.size)) {
-      error(idx.loc) << "'gather' index " << idx.intValue
-                     << " is out of range for dim " << *axis << " of "
-                     << table.str();
-      return std::nullopt;
-    }
-  } else if (idx.kind != Operand::Value) {
-    error(idx.loc) << "'gather' indices must be i32 or i64, found the "
-                      "literal "
-                   << literalSpelling(idx);
-    return std::nullopt;
-  } else if (idx.type->elementType != ElementType::I32 &&
-             idx.type->elementType != ElementType::I64) {
-    error(st.opLoc) << "'gather' indices must be i32 or i64, found "
-                    << idx.type->str();
-    return std::nullopt;
-  }
-  TensorType r{table.elementType, {}};
-  r.dims.insert(r.dims.end(), table.dims.begin(), table.dims.begin() + *axis);
-  r.dims.insert(r.dims.end(), idx.type->dims.begin(), idx.type->dims.end());
-  r.dims.insert(r.dims.end(), table.dims.begin() + *axis + 1, table.dims.end());
-  return r;
-}
-
-MaybeType Sema::inferReduce(Statement &st) {
-  if (!requireValue(st, 0))
-    return std::nullopt;
-  const TensorType &x = *st.operands[0].type;
-  bool isMaxMin = st.op == "reduce_max" || st.op == "reduce_min";
-  if (st.op == "reduce_mean" && !isFloat(x.elementType)) {
-    error(st.opLoc) << "'reduce_mean' expects a float tensor, found " << x.str()
-                    << " (cast it to a float type first)";
-    return std::nullopt;
-  }
-  if (!isMaxMin && x.elementType == ElementType::I1) {
-    error(st.opLoc) << "'" << st.op << "' does not take i1, found " << x.str()
-                    << " (reduce_max/reduce_min are any/all; or cast)";
-    return std::nullopt;
-  }
-  addDefault(st, "axes", listValue({}, st.opLoc));
-  AttrValue f(st.opLoc);
-  f.kind = AttrValue::Bool;
-  addDefault(st, "keepdims", f);
-  const Attribute *axesAttr = st.attr("axes");
-  std::vector<bool> reduced(x.rank(), false);
-  if (axesAttr->value.elements.empty())
-    reduced.assign(x.rank(), true);
-  for (const AttrValue &e : axesAttr->value.elements) {
-    std::optional<int64_t> ax = normalizeAxis(e.intValue, x.rank());
-    if (!ax) {
-      error(e.loc) << "'" << st.op << "' axis " << e.intValue
-                   << " is out of range for " << x.str();
-      return std::nullopt;
-    }
-    if (reduced[*ax]) {
-      error(e.loc) << "'" << st.op << "' axes name axis " << *ax << " twice";
-      return std::nullopt;
-    }
-    reduced[*ax] = true;
-  }
-  bool keepdims = st.attr("keepdims")->value.boolValue;
-  TensorType r{x.elementType, {}};
-  for (int64_t i = 0; i < x.rank(); ++i) {
-    const Dim &d = x.dims[i];
-    if (reduced[i] && isMaxMin && d.isStatic() && d.size == 0) {
-      error(st.opLoc) << "'" << st.op << "' over an empty extent: dim " << i
-                      << " of " << x.str() << " has size 0";
-      return std::nullopt;
-    }
-    if (!reduced[i])
-      r.dims.push_back(d);
-    else if (keepdims)
-      r.dims.push_back(Dim::fixed(1));
-  }
-  return r;
-}
-
-MaybeType Sema::inferArgReduce(Statement &st) {
-  if (!requireValue(st, 0))
-    return std::nullopt;
-  const TensorType &x = *st.operands[0].type;
-  addDefault(st, "axis", intValue(-1, st.opLoc));
-  AttrValue f(st.opLoc);
-  f.kind = AttrValue::Bool;
-  addDefault(st, "keepdims", f);
-  std::optional<int64_t> axis = axisAttr(st, "axis", x.rank());
-  if (!axis)
-    return std::nullopt;
-  const Dim &d = x.dims[*axis];
-  if (d.isStatic() && d.size == 0) {
-    error(st.opLoc) << "'" << st.op << "' over an empty extent: dim " << *axis
-                    << " of " << x.str() << " has size 0";
-    return std::nullopt;
-  }
-  bool keepdims = st.attr("keepdims")->value.boolValue;
-  TensorType r{ElementType::I64, x.dims};
-  if (keepdims)
-    r.dims[*axis] = Dim::fixed(1);
-  else
-    r.dims.erase(r.dims.begin() + *axis);
-  return r;
-}
-
-MaybeType Sema::inferSoftmax(Statement &st) {
-  if (!requireValue(st, 0))
-    return std::nullopt;
-  const TensorType &x = *st.operands[0].type;
-  if (!isFloat(x.elementType)) {
-    error(st.opLoc) << "'" << st.op
-                    << "' expects a float tensor (f64, f32, f16, bf16), "
-                       "found "
-                    << x.str();
-    return std::nullopt;
-  }
-  addDefault(st, "axis", intValue(-1, st.opLoc));
-  if (!axisAttr(st, "axis", x.rank()))
-    return std::nullopt;
-  return x;
-}
-
-MaybeType Sema::inferNorm(Statement &st, bool layerNorm) {
-  size_t n = layerNorm ? 3 : 2;
-  std::vector<size_t> all;
-  for (size_t i = 0; i < n; ++i) {
-    if (!requireValue(st, i))
-      return std::nullopt;
-    all.push_back(i);
-  }
-  if (!sameElementType(st, all))
-    return std::nullopt;
-  const TensorType &x = *st.operands[0].type;
-  if (!isFloat(x.elementType)) {
-    error(st.opLoc) << "'" << st.op
-                    << "' expects float tensors (f64, f32, f16, bf16), "
-                       "found "
-                    << x.str();
-    return std::nullopt;
-  }
-  addDefault(st, "axis", intValue(-1, st.opLoc));
-  AttrValue eps(st.opLoc);
-  eps.kind = AttrValue::Float;
-  eps.floatValue = layerNorm ? 1e-5 : 1e-6;
-  addDefault(st, "epsilon", eps);
-  const AttrValue &e = st.attr("epsilon")->value;
-  if (!std::isfinite(e.floatValue) || e.floatValue < 0) {
-    error(e.loc) << "'" << st.op
-                 << "' epsilon must be a finite number >= 0, found "
-                 << formatFloat(e.floatValue);
-    return std::nullopt;
-  }
-  std::optional<int64_t> axis = axisAttr(st, "axis", x.rank());
-  if (!axis)
-    return std::nullopt;
-  llvm::ArrayRef<Dim> trailing = llvm::ArrayRef<Dim>(x.dims).drop_front(*axis);
-  const char *names[] = {"", "%g (scale)", "%b (bias)"};
-  for (size_t i = 1; i < n; ++i) {
-    const TensorType &p = *st.operands[i].type;
-    bool ok = p.rank() == static_cast<int64_t>(trailing.size());
-    for (size_t k = 0; ok && k < trailing.size(); ++k)
-      ok = unifyDim(p.dims[k], trailing[k]).has_value();
-    if (!ok) {
-      error(st.opLoc) << "'" << st.op << "' operand " << i + 1 << " "
-                      << names[i] << " must have the dims "
-                      << shapeString(trailing) << " of " << x.str()
-                      << " from axis " << *axis << ", found " << p.str();
-      return std::nullopt;
-    }
-  }
-  return x;
-}
+//===----------------------------------------------------------------------===//
+// call
+//===----------------------------------------------------------------------===//
 
 std::optional<Types> Sema::inferCall(Statement &st) {
   const Function *callee = module.lookup(st.callee);
@@ -1908,12 +984,12 @@ std::optional<Types> Sema::inferCall(Statement &st) {
   return results;
 }
 
-} // namespace
+} // namespace sema
 
 mlir::LogicalResult analyzeModule(Module &module, mlir::MLIRContext &ctx,
                                   llvm::StringRef symbolPrefix) {
   (void)ctx; // diagnostics reach it through the modules' locations
-  Sema sema(module, symbolPrefix.str());
+  sema::Sema sema(module, symbolPrefix.str());
   return sema.run();
 }
 

@@ -670,48 +670,77 @@ LogicalResult Generator::genStatement(const Statement &s) {
     markFailed();
     return failure();
   }
-  StringRef op = s.op;
+  // The op table (OpTable.h) names the family, and the family the
+  // generator; Sema accepted only ops of the table.
+  const OpDesc *desc = lookupOp(s.op);
+  if (!desc) {
+    emitError(s.opLoc) << "internal error: no operation '" << s.op << "'";
+    markFailed();
+    return failure();
+  }
   LogicalResult result = failure();
-  if (op == "call")
+  switch (desc->family) {
+  case OpFamily::Call:
     result = genCall(s);
-  else if (isUnaryOp(op))
+    break;
+  case OpFamily::UnaryFloat:
+  case OpFamily::UnaryNumeric:
+  case OpFamily::Not:
     result = genUnary(s);
-  else if (isBinaryOp(op))
+    break;
+  case OpFamily::Binary:
     result = genBinary(s);
-  else if (isCompareOp(op))
+    break;
+  case OpFamily::Compare:
     result = genCompare(s);
-  else if (op == "select")
+    break;
+  case OpFamily::Select:
     result = genSelect(s);
-  else if (op == "cast")
+    break;
+  case OpFamily::Cast:
     result = genCast(s);
-  else if (op == "constant")
+    break;
+  case OpFamily::Constant:
     result = genConstant(s);
-  else if (op == "iota")
+    break;
+  case OpFamily::Iota:
     result = genIota(s);
-  else if (op == "matmul")
+    break;
+  case OpFamily::Matmul:
     result = genMatmul(s);
-  else if (op == "broadcast_to")
+    break;
+  case OpFamily::BroadcastTo:
     result = genBroadcastTo(s);
-  else if (isReductionOp(op))
+    break;
+  case OpFamily::Reduce:
     result = genReduction(s);
-  else if (op == "argmax" || op == "argmin")
+    break;
+  case OpFamily::ArgReduce:
     result = genArgReduction(s);
-  else if (op == "softmax" || op == "log_softmax")
+    break;
+  case OpFamily::Softmax:
     result = genSoftmax(s);
-  else if (op == "transpose")
+    break;
+  case OpFamily::Transpose:
     result = genTranspose(s);
-  else if (op == "reshape")
+    break;
+  case OpFamily::Reshape:
     result = genReshape(s);
-  else if (op == "concat")
+    break;
+  case OpFamily::Concat:
     result = genConcat(s);
-  else if (op == "slice")
+    break;
+  case OpFamily::Slice:
     result = genSlice(s);
-  else if (op == "gather")
+    break;
+  case OpFamily::Gather:
     result = genGather(s);
-  else if (op == "layer_norm" || op == "rms_norm")
+    break;
+  case OpFamily::LayerNorm:
+  case OpFamily::RmsNorm:
     result = genNorm(s);
-  else
-    emitError(s.opLoc) << "lowering of '" << op << "' is not implemented yet";
+    break;
+  }
   if (failed(result))
     markFailed();
   return result;

@@ -242,18 +242,11 @@ static ElementType operandElementType(ArrayRef<EwOperand> ops) {
   return ops.front().type.elementType;
 }
 
-static bool unaryDefined(StringRef op, ElementType t) {
-  if (isFloat(t))
-    return op != "not";
-  if (t == ElementType::I1)
-    return op == "not";
-  return op == "neg" || op == "abs";
-}
-
-static bool binaryDefined(StringRef op, ElementType t) {
-  if (t != ElementType::I1)
-    return true;
-  return op == "add" || op == "mul" || op == "max" || op == "min";
+/// Whether elementwise op `op` is defined on element type `t`: its row of
+/// the op table (OpTable.h) lists the types.
+static bool definedOn(StringRef op, ElementType t) {
+  const OpDesc *desc = lookupOp(op);
+  return desc && desc->allows(t);
 }
 
 static LogicalResult notDefined(const Statement &s, ElementType t) {
@@ -264,7 +257,7 @@ static LogicalResult notDefined(const Statement &s, ElementType t) {
 LogicalResult Generator::genUnary(const Statement &s) {
   EwOperand x = ewOperand(s.loc, s.operands[0]);
   ElementType t = x.type.elementType;
-  if (!unaryDefined(s.op, t))
+  if (!definedOn(s.op, t))
     return notDefined(s, t);
   bool geluTanh = false;
   if (const Attribute *a = s.attr("approximate"))
@@ -282,7 +275,7 @@ LogicalResult Generator::genBinary(const Statement &s) {
   SmallVector<EwOperand> ops = {ewOperand(s.loc, s.operands[0]),
                                 ewOperand(s.loc, s.operands[1])};
   ElementType t = operandElementType(ops);
-  if (!binaryDefined(s.op, t))
+  if (!definedOn(s.op, t))
     return notDefined(s, t);
   Value r = genElementwise(s, ops, inferredType(s, 0),
                            [&](OpBuilder &b, Location l, ArrayRef<Value> v) {

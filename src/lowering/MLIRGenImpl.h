@@ -16,6 +16,7 @@
 
 #include "kina/AST.h"
 #include "kina/MLIRGen.h"
+#include "kina/OpTable.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -69,11 +70,6 @@ mlir::Value widen(mlir::OpBuilder &b, mlir::Location loc, ElementType t,
 /// truncf from f32 to f16/bf16, identity otherwise.
 mlir::Value narrow(mlir::OpBuilder &b, mlir::Location loc, ElementType t,
                    mlir::Value x);
-
-bool isUnaryOp(llvm::StringRef op);
-bool isBinaryOp(llvm::StringRef op);
-bool isCompareOp(llvm::StringRef op);
-bool isReductionOp(llvm::StringRef op);
 
 /// neg abs exp log sqrt rsqrt tanh sigmoid relu gelu erf sin cos floor ceil
 /// not; `geluTanh` selects gelu's tanh approximation.

@@ -98,34 +98,6 @@ Value narrow(OpBuilder &b, Location loc, ElementType t, Value x) {
   return arith::TruncFOp::create(b, loc, toMLIRType(*b.getContext(), t), x);
 }
 
-bool isUnaryOp(StringRef op) {
-  return llvm::StringSwitch<bool>(op)
-      .Cases({"neg", "abs", "exp", "log", "sqrt", "rsqrt", "tanh"}, true)
-      .Cases({"sigmoid", "relu", "gelu", "erf", "sin", "cos"}, true)
-      .Cases({"floor", "ceil", "not"}, true)
-      .Default(false);
-}
-
-bool isBinaryOp(StringRef op) {
-  return llvm::StringSwitch<bool>(op)
-      .Cases({"add", "sub", "mul", "div", "mod", "pow", "max", "min"}, true)
-      .Default(false);
-}
-
-bool isCompareOp(StringRef op) {
-  return llvm::StringSwitch<bool>(op)
-      .Cases({"eq", "ne", "lt", "le", "gt", "ge"}, true)
-      .Default(false);
-}
-
-bool isReductionOp(StringRef op) {
-  return llvm::StringSwitch<bool>(op)
-      .Cases({"reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
-              "reduce_prod"},
-             true)
-      .Default(false);
-}
-
 //===----------------------------------------------------------------------===//
 // Unary
 //===----------------------------------------------------------------------===//

@@ -44,6 +44,9 @@
 using namespace mlir;
 
 namespace kina {
+#define GEN_PASS_DEF_BUFFEROWNERSHIPPASS
+#include "kina/Passes.h.inc"
+
 namespace {
 
 /// Name of the runtime function that records a shape error (runtime.h).
@@ -62,18 +65,8 @@ Value getRoot(Value v) {
 }
 
 class BufferOwnershipPass
-    : public PassWrapper<BufferOwnershipPass, OperationPass<ModuleOp>> {
+    : public impl::BufferOwnershipPassBase<BufferOwnershipPass> {
 public:
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(BufferOwnershipPass)
-  StringRef getArgument() const override { return "kina-buffer-ownership"; }
-  StringRef getDescription() const override {
-    return "Caller-owned results, releases, and early returns on failure";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<cf::ControlFlowDialect, LLVM::LLVMDialect,
-                    memref::MemRefDialect, arith::ArithDialect,
-                    linalg::LinalgDialect>();
-  }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -315,9 +308,5 @@ void BufferOwnershipPass::insertEarlyReturns(func::FuncOp func) {
 }
 
 } // namespace
-
-std::unique_ptr<Pass> createBufferOwnershipPass() {
-  return std::make_unique<BufferOwnershipPass>();
-}
 
 } // namespace kina

@@ -50,24 +50,18 @@
 using namespace mlir;
 
 namespace kina {
+#define GEN_PASS_DEF_ENTRYPOINTSPASS
+#include "kina/Passes.h.inc"
+
 namespace {
 
-class EntryPointsPass
-    : public PassWrapper<EntryPointsPass, OperationPass<ModuleOp>> {
+class EntryPointsPass : public impl::EntryPointsPassBase<EntryPointsPass> {
 public:
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(EntryPointsPass)
-  EntryPointsPass(VersionStamp stamp, bool gpu)
-      : stamp(std::move(stamp)), gpu(gpu) {}
-  StringRef getArgument() const override { return "kina-entry-points"; }
-  StringRef getDescription() const override {
-    return "Add the status entry kina_<fn> of each exported function";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<cf::ControlFlowDialect, LLVM::LLVMDialect,
-                    arith::ArithDialect, func::FuncDialect>();
-  }
+  using Base::Base;
 
   void runOnOperation() override {
+    stamp.abiVersion = abiVersion;
+    stamp.compiler = compiler;
     // The functions first: the entries are added to the same module.
     SmallVector<func::FuncOp> exported;
     for (auto fn : getOperation().getOps<func::FuncOp>())
@@ -81,8 +75,8 @@ public:
   }
 
 private:
+  /// The options abi-version and compiler, read at the start of each run.
   VersionStamp stamp;
-  bool gpu;
   unsigned messageCounter = 0;
 
   LogicalResult buildEntry(func::FuncOp callee, const KinaSignature &sig);
@@ -512,8 +506,13 @@ LogicalResult EntryPointsPass::buildEntry(func::FuncOp callee,
 
 } // namespace
 
-std::unique_ptr<Pass> createEntryPointsPass(VersionStamp stamp, bool gpu) {
-  return std::make_unique<EntryPointsPass>(std::move(stamp), gpu);
+std::unique_ptr<Pass> createEntryPointsPass(const VersionStamp &stamp,
+                                            bool gpu) {
+  EntryPointsPassOptions options;
+  options.abiVersion = stamp.abiVersion;
+  options.compiler = stamp.compiler;
+  options.gpu = gpu;
+  return createEntryPointsPass(std::move(options));
 }
 
 } // namespace kina

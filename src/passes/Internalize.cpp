@@ -29,16 +29,13 @@
 using namespace mlir;
 
 namespace kina {
+#define GEN_PASS_DEF_INTERNALIZEPASS
+#include "kina/Passes.h.inc"
+
 namespace {
 
-class InternalizePass
-    : public PassWrapper<InternalizePass, OperationPass<ModuleOp>> {
+class InternalizePass : public impl::InternalizePassBase<InternalizePass> {
 public:
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(InternalizePass)
-  StringRef getArgument() const override { return "kina-internalize"; }
-  StringRef getDescription() const override {
-    return "Give the implementation functions internal linkage";
-  }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -71,9 +68,5 @@ public:
 };
 
 } // namespace
-
-std::unique_ptr<Pass> createInternalizePass() {
-  return std::make_unique<InternalizePass>();
-}
 
 } // namespace kina

@@ -45,6 +45,9 @@
 using namespace mlir;
 
 namespace kina {
+#define GEN_PASS_DEF_LOWERTOLLVMPASS
+#include "kina/Passes.h.inc"
+
 namespace {
 
 constexpr const char *kFreeFunction = "runtime_free";
@@ -149,19 +152,9 @@ struct RuntimeDeallocLowering
   }
 };
 
-class LowerToLLVMPass
-    : public PassWrapper<LowerToLLVMPass, OperationPass<ModuleOp>> {
+class LowerToLLVMPass : public impl::LowerToLLVMPassBase<LowerToLLVMPass> {
 public:
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerToLLVMPass)
-  explicit LowerToLLVMPass(std::string allocFunction)
-      : allocFunction(std::move(allocFunction)) {}
-  StringRef getArgument() const override { return "kina-lower-to-llvm"; }
-  StringRef getDescription() const override {
-    return "Lower to the LLVM dialect with runtime allocation";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<LLVM::LLVMDialect>();
-  }
+  using Base::Base;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -194,8 +187,6 @@ public:
   }
 
 private:
-  std::string allocFunction;
-
   void declareRuntimeFunctions(ModuleOp module) {
     MLIRContext *ctx = module.getContext();
     OpBuilder b(ctx);
@@ -216,7 +207,9 @@ private:
 } // namespace
 
 std::unique_ptr<Pass> createLowerToLLVMPass(std::string allocFunction) {
-  return std::make_unique<LowerToLLVMPass>(std::move(allocFunction));
+  LowerToLLVMPassOptions options;
+  options.allocFunction = std::move(allocFunction);
+  return createLowerToLLVMPass(std::move(options));
 }
 
 } // namespace kina

@@ -47,6 +47,9 @@
 using namespace mlir;
 
 namespace kina {
+#define GEN_PASS_DEF_MATMULKERNELPASS
+#include "kina/Passes.h.inc"
+
 namespace {
 
 /// Rows of C per micro-kernel call.
@@ -288,20 +291,8 @@ void rewriteMatmul(linalg::MatmulOp op) {
   op.erase();
 }
 
-class MatmulKernelPass
-    : public PassWrapper<MatmulKernelPass, OperationPass<ModuleOp>> {
+class MatmulKernelPass : public impl::MatmulKernelPassBase<MatmulKernelPass> {
 public:
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(MatmulKernelPass)
-  StringRef getArgument() const override { return "kina-matmul-kernel"; }
-  StringRef getDescription() const override {
-    return "Rewrite linalg.matmul on memrefs into a register-tiled, "
-           "vectorised kernel";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<arith::ArithDialect, memref::MemRefDialect,
-                    scf::SCFDialect, vector::VectorDialect,
-                    linalg::LinalgDialect>();
-  }
 
   void runOnOperation() override {
     SmallVector<linalg::MatmulOp> matmuls;
@@ -312,9 +303,5 @@ public:
 };
 
 } // namespace
-
-std::unique_ptr<Pass> createMatmulKernelPass() {
-  return std::make_unique<MatmulKernelPass>();
-}
 
 } // namespace kina

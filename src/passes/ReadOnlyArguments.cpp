@@ -17,19 +17,14 @@
 using namespace mlir;
 
 namespace kina {
+#define GEN_PASS_DEF_READONLYARGUMENTSPASS
+#include "kina/Passes.h.inc"
+
 namespace {
 
 class ReadOnlyArgumentsPass
-    : public PassWrapper<ReadOnlyArgumentsPass, OperationPass<ModuleOp>> {
+    : public impl::ReadOnlyArgumentsPassBase<ReadOnlyArgumentsPass> {
 public:
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(ReadOnlyArgumentsPass)
-  StringRef getArgument() const override { return "kina-read-only-arguments"; }
-  StringRef getDescription() const override {
-    return "Mark function arguments non-writable for one-shot bufferization";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<bufferization::BufferizationDialect>();
-  }
 
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
@@ -43,9 +38,5 @@ public:
 };
 
 } // namespace
-
-std::unique_ptr<Pass> createReadOnlyArgumentsPass() {
-  return std::make_unique<ReadOnlyArgumentsPass>();
-}
 
 } // namespace kina

@@ -51,8 +51,9 @@ struct TargetPipelineOptions
       llvm::cl::init(2)};
   Option<std::string> symbolPrefix{
       *this, "symbol-prefix",
-      llvm::cl::desc("kinac's --symbol-prefix (already applied to the "
-                     "function names by MLIRGen)")};
+      llvm::cl::desc("kinac's --symbol-prefix (MLIRGen already applied it "
+                     "to the function names; the passes read names from the "
+                     "IR)")};
   Option<int> abiVersion{
       *this, "abi-version",
       llvm::cl::desc("Kina ABI version the entries check against the "
@@ -64,7 +65,8 @@ struct TargetPipelineOptions
       llvm::cl::init("kinac " KINA_VERSION)};
   Option<std::string> mcpu{
       *this, "mcpu",
-      llvm::cl::desc("cpu: the LLVM processor name (kinac's --mcpu)")};
+      llvm::cl::desc("cpu: the LLVM processor name, kinac's --mcpu (for "
+                     "llc; the MLIR passes do not depend on it)")};
   Option<std::string> gpuArch{*this, "gpu-arch",
                               llvm::cl::desc("cuda: the SM architecture"),
                               llvm::cl::init("sm_90")};
@@ -131,8 +133,12 @@ void registerTargetPipelines() {
   static bool registered = [] {
     for (const Target *target : allTargets()) {
       std::string name = ("kina-" + target->name() + "-pipeline").str();
+      std::string description =
+          ("kinac's pipeline for --target=" + target->name() +
+           " (MLIRGen's output to the LLVM dialect): " + target->description())
+              .str();
       PassPipelineRegistration<TargetPipelineOptions>(
-          name, target->description(),
+          name, description,
           [target](OpPassManager &pm, const TargetPipelineOptions &options) {
             target->buildPipeline(pm, options.toTargetOptions());
           });

@@ -887,7 +887,7 @@ def _(rng):
 @case("reshape_symbolic_dims")
 def _(rng):
     # Several symbolic dims in one reshape group (MLIR 22's
-    # expand-strided-metadata crashed on these; src/passes/Workarounds.cpp).
+    # expand-strided-metadata crashed on these; src/passes/workarounds/ExpandShape.cpp).
     kir = ("func @f(%x: f32[B, T, 8], %y: f32[N, M]) -> "
            "(f32[B, T, 2, 4], f32[B, T, 8], f32[N, M], f32[?, 4]) {\n"
            "  %s = reshape %x {shape = [B, T, 2, 4]}\n"

@@ -110,6 +110,7 @@ def version_of(kinac):
 
 INSTALLED = [
     "bin/kinac",
+    "bin/kina-opt",
     "lib/libkina_runtime.a",
     "include/kina/abi.h",
     "include/kina/runtime.h",
@@ -195,6 +196,24 @@ def compile_and_link_with(prefix, work, cc, env):
     check(out.strip() == "3 -6 1.5", f"wrong output '{out}'")
 
 
+def check_installed_kina_opt(prefix, work):
+    """The installed kina-opt runs the cpu pipeline on the installed kinac's
+    --emit=mlir output and prints what kinac's --emit=mlir-llvm prints (up
+    to the one extra final newline of mlir-opt's output)."""
+    kinac = os.path.join(prefix, "bin", "kinac")
+    kina_opt = os.path.join(prefix, "bin", "kina-opt")
+    check(os.access(kina_opt, os.X_OK), "bin/kina-opt is not executable")
+    with open(os.path.join(work, "scale.kir"), "w") as f:
+        f.write(SCALE_KIR)
+    run([kinac, "scale.kir", "--emit=mlir", "-o", "scale.mlir"], cwd=work)
+    ref = run([kinac, "scale.kir", "--emit=mlir-llvm", "-o", "-"],
+              cwd=work).stdout
+    out = run([kina_opt, "scale.mlir", "--kina-cpu-pipeline"], cwd=work).stdout
+    check(out[:-1] == ref if out.endswith("\n\n") else out == ref,
+          "installed kina-opt --kina-cpu-pipeline differs from kinac "
+          "--emit=mlir-llvm")
+
+
 def cmd_install(opts):
     root = fresh_dir(os.path.join(opts.work, "install"))
     prefix = prefix_dir(opts)
@@ -205,6 +224,7 @@ def cmd_install(opts):
           "bin/kinac is not executable")
     check(version_of(os.path.join(prefix, "bin", "kinac"))
           == version_of(opts.kinac), "installed kinac has another version")
+    check_installed_kina_opt(prefix, root)
 
     # Relocate: a copy elsewhere must work on its own.
     relocated = relocated_dir(opts)

@@ -9,8 +9,8 @@
 //                       the caller's: bufferization must not write them)
 //   canonicalize, kina-elementwise-fusion, cse          (-O1 and above;
 //                       canonicalize without truncf(sitofp) folding,
-//                       fusion within rank 8: Workarounds.cpp)
-//   kina-empty-reshape                                  (Workarounds.cpp)
+//                       fusion within rank 8: src/passes/workarounds/)
+//   kina-empty-reshape                        (src/passes/workarounds/)
 //   one-shot-bufferize (function boundaries, identity layouts)
 //   kina-buffer-ownership, kina-entry-points            (Passes.h)
 //   kina-matmul-kernel                                  (-O1 and above)

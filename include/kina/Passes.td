@@ -1,0 +1,167 @@
+//===- Passes.td - kinac's own passes, declared for TableGen --------------===//
+//
+// The declarations of the passes every target shares (src/passes/, one file
+// each): argument, summary, description, options, dependent dialects.
+// `mlir-tblgen -gen-pass-decls -name Kina` turns them into Passes.h.inc:
+// each pass's options struct and create functions (GEN_PASS_DECL), its base
+// class (GEN_PASS_DEF_<NAME>, in the pass's file) and registerKinaPasses()
+// (GEN_PASS_REGISTRATION), which kina-opt calls. Passes.h includes the
+// declarations and documents the C++ API; docs/architecture.md gives the
+// order in which the targets' pipelines run them.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KINA_PASSES_TD
+#define KINA_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ReadOnlyArgumentsPass
+    : Pass<"kina-read-only-arguments", "mlir::ModuleOp"> {
+  let summary = "Mark function arguments non-writable for bufferization";
+  let description = [{
+    Sets `bufferization.writable = false` on every argument of every function
+    with a body: arguments are the caller's memory (spec, "ABI"), so
+    one-shot bufferization must copy rather than write into them. Runs on
+    MLIRGen's module on tensors, before `one-shot-bufferize`.
+  }];
+  let dependentDialects = ["mlir::bufferization::BufferizationDialect"];
+}
+
+def ElementwiseFusionPass
+    : Pass<"kina-elementwise-fusion", "mlir::ModuleOp"> {
+  let summary = "linalg-fuse-elementwise-ops within Kina's rank limit";
+  let description = [{
+    MLIR's `linalg-fuse-elementwise-ops` (the same patterns in the same
+    order) with two fusions refused: a reshape folded by expansion into an
+    op of more than KINA_MAX_RANK loops (the runtime allocates at most rank
+    8), and a producer that reads its init fused through a broadcasting map
+    (MLIR 22 keeps the init as an output under that map: wrong results).
+    Runs on tensors, before bufferization, at -O1 and above. An MLIR 22
+    workaround: src/passes/workarounds/ElementwiseFusion.cpp.
+  }];
+  let dependentDialects = ["mlir::affine::AffineDialect",
+                           "mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
+def EmptyReshapePass : Pass<"kina-empty-reshape", "mlir::ModuleOp"> {
+  let summary = "Replace reshapes of tensors with a static 0 dim by "
+                "tensor.empty";
+  let description = [{
+    Replaces each `tensor.collapse_shape` and `tensor.expand_shape` whose
+    source has a static 0 dim by a `tensor.empty` of its result's sizes:
+    MLIR 22's bufferization turns a collapse of `?x0` into a memref op its
+    own verifier rejects. Runs just before one-shot bufferization. An MLIR
+    22 workaround: src/passes/workarounds/EmptyReshape.cpp.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
+def BufferOwnershipPass : Pass<"kina-buffer-ownership", "mlir::ModuleOp"> {
+  let summary = "Caller-owned results, releases, and early returns on failure";
+  let description = [{
+    Runs right after one-shot bufferization, on functions of memrefs with one
+    block each. Every returned buffer becomes a fresh allocation the caller
+    owns, every other allocation is released after its last use, and each
+    allocation, call result and `@__kina_check` call is followed by an early
+    return (null result descriptors, temporaries freed) on failure.
+  }];
+  let dependentDialects = ["mlir::cf::ControlFlowDialect",
+                           "mlir::LLVM::LLVMDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::linalg::LinalgDialect"];
+}
+
+def EntryPointsPass : Pass<"kina-entry-points", "mlir::ModuleOp"> {
+  let summary = "Add the status entry kina_<fn> of each exported function";
+  let description = [{
+    For each exported function `@f` (public, with a body, carrying a Kina
+    signature: kina/IRConventions.h) adds `func.func @kina_f(!llvm.ptr...)
+    -> i32`, which checks the ABI version once per process, validates the
+    caller's descriptors against the signature (static sizes, symbolic dims
+    equal wherever the name appears, contiguity, null pointers), calls `@f`
+    and stores the results or returns the runtime's status. Runs on the
+    bufferized module after kina-buffer-ownership. Fails when a signature
+    is malformed or `@kina_f` already exists.
+  }];
+  let options = [
+    Option<"abiVersion", "abi-version", "int", "KINA_ABI_VERSION",
+           "The Kina ABI version the entries check against the runtime's">,
+    Option<"compiler", "compiler", "std::string", "\"kinac\"",
+           "The compiler named in the object's version stamp">,
+    Option<"gpu", "gpu", "bool", "false",
+           "cuda: after the descriptor checks call kina_rt_gpu_enter, "
+           "kina_rt_gpu_check_argument per argument (allocated pointer, null "
+           "without elements; kina_rt_gpu_exit on failure), the function, "
+           "then kina_rt_gpu_exit; their non-zero status is returned "
+           "(results freed after a failed exit)">,
+  ];
+  let dependentDialects = ["mlir::cf::ControlFlowDialect",
+                           "mlir::LLVM::LLVMDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::func::FuncDialect"];
+}
+
+def MatmulKernelPass : Pass<"kina-matmul-kernel", "mlir::ModuleOp"> {
+  let summary = "Rewrite linalg.matmul on memrefs into a register-tiled, "
+                "vectorised kernel";
+  let description = [{
+    Rewrites each `linalg.matmul` over row-major f32 or f64 memrefs into the
+    register-tiled micro-kernel of BLIS/OpenBLAS with the vector dialect:
+    panels of two vectors, then one vector, then one masked vector for the
+    columns left; rows in tiles of 4, then one at a time. Runs on the
+    bufferized module before `convert-linalg-to-loops`, at -O1 and above.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect",
+                           "mlir::vector::VectorDialect",
+                           "mlir::linalg::LinalgDialect"];
+}
+
+def ExpandShapePass : Pass<"kina-expand-shape", "mlir::ModuleOp"> {
+  let summary = "Rewrite memref.expand_shape of 1-D memrefs as "
+                "reinterpret_cast";
+  let description = [{
+    Rewrites each `memref.expand_shape` of a rank-1, unit-stride memref as
+    `memref.reinterpret_cast` of its base buffer with row-major strides, as
+    `expand-strided-metadata` would: that pass crashes in MLIR 22 when one
+    reassociation group holds several dynamic dims. Runs just before it. An
+    MLIR 22 workaround: src/passes/workarounds/ExpandShape.cpp.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
+def LowerToLLVMPass : Pass<"kina-lower-to-llvm", "mlir::ModuleOp"> {
+  let summary = "Lower to the LLVM dialect with runtime allocation";
+  let description = [{
+    Lowers arith, math, cf, func, memref, vector, index and ub to the LLVM
+    dialect in one full conversion; every `memref.alloc` becomes a call of
+    the runtime's unranked allocation function `alloc-function` and every
+    `memref.dealloc` a call of `runtime_free`.
+  }];
+  let options = [
+    Option<"allocFunction", "alloc-function", "std::string",
+           "\"_mlir_ciface_runtime_host_alloc_unranked\"",
+           "The runtime function allocations call (the cpu target's host "
+           "allocator by default)">,
+  ];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
+def InternalizePass : Pass<"kina-internalize", "mlir::ModuleOp"> {
+  let summary = "Give the implementation functions internal linkage";
+  let description = [{
+    Renames each Kina function's LLVM implementation `@f` (an `llvm.func`
+    carrying a Kina signature that is not the C-interface wrapper of one) to
+    `__kina_fn_f` with internal linkage, so only `kina_f` and
+    `_mlir_ciface_f` are exported, and removes the signature attributes from
+    every function. Runs last, on the LLVM-dialect module.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
+#endif // KINA_PASSES_TD

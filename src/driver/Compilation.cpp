@@ -1,0 +1,290 @@
+//===- Compilation.cpp - One module through the pipeline to a stage -------===//
+//
+// The stages of one `.kir` file, stopping at the requested `--emit` stage:
+// read, parse, sema (Frontend.h), then the C header or the manifest, or
+// MLIRGen -> the lowering pipeline (Pipeline.h) -> textual LLVM-dialect
+// MLIR -> `mlir-translate --mlir-to-llvmir` -> `llc`. Each stage runs under
+// the StageTimer (--time-stages). Diagnostics go through a
+// DiagnosticSession (Diagnostics.h): text, JSON or checked against the
+// source's annotations (--verify-diagnostics); a failure inside the
+// pipeline is an internal error naming the pass (InternalError.h).
+//
+//===----------------------------------------------------------------------===//
+#include "DriverImpl.h"
+
+#include "kina/Frontend.h"
+#include "kina/HeaderEmitter.h"
+#include "kina/MLIRGen.h"
+#include "kina/Manifest.h"
+#include "kina/Pipeline.h"
+#include "kina/Target.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OperationSupport.h"
+
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/TargetParser/Host.h"
+
+#ifndef KINA_VERSION
+#define KINA_VERSION "0.0.0"
+#endif
+#ifndef KINA_DEFAULT_LLVM_BIN
+#define KINA_DEFAULT_LLVM_BIN ""
+#endif
+
+using namespace llvm;
+
+namespace kina {
+namespace driver {
+
+namespace {
+
+/// Where LLVM's tools were found at configure time; also tried relative to
+/// kinac for relocated installs.
+std::string configuredLLVMBin() { return KINA_DEFAULT_LLVM_BIN; }
+
+} // namespace
+
+std::optional<std::string> Compilation::run(const std::string &input,
+                                            EmitStage stage) {
+  if (stage == EmitStage::Shared)
+    return buildShared(input);
+  // The MLIR context (and its thread pool) ends inside generate(): the
+  // tools run with kinac single-threaded, so an interrupt is delivered to
+  // the thread that blocks it around a spawn (InterruptBlocker).
+  std::optional<std::string> text = generate(input, stage);
+  if (!text || (stage != EmitStage::LLVM && stage != EmitStage::Asm &&
+                stage != EmitStage::Obj))
+    return text;
+  return runTools(*text, stage);
+}
+
+std::optional<std::string> Compilation::generate(const std::string &input,
+                                                 EmitStage stage) {
+  Expected<std::string> source = readFile(input);
+  if (!source) {
+    driverError("cannot open '" + input + "': " + toString(source.takeError()));
+    return std::nullopt;
+  }
+
+  mlir::MLIRContext ctx;
+  ctx.printOpOnDiagnostic(false);
+  ctx.printStackTraceOnDiagnostic(false);
+  registerKinaDialects(ctx);
+  // The diagnostics' copy of the source shows each non-ASCII byte as '?':
+  // LLVM's SMDiagnostic prints no caret under a line holding non-ASCII text,
+  // and invalid UTF-8 would reach the terminal raw. Columns count bytes, so
+  // the caret stays under the byte the column names.
+  std::string display = *source;
+  for (char &c : display)
+    if (static_cast<unsigned char>(c) >= 0x80)
+      c = '?';
+  SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(MemoryBuffer::getMemBufferCopy(display, input),
+                               SMLoc());
+  diagnosticsVerified = false;
+  std::optional<DiagnosticSession> diagnostics;
+  if (opts.verifyDiagnostics)
+    diagnostics.emplace(sourceMgr, ctx, errs(), &diagnosticsVerified);
+  else
+    diagnostics.emplace(sourceMgr, ctx, getDiagnosticFormat(), errs());
+
+  auto parsed =
+      timer.time("parse", [&] { return parseModule(*source, input, ctx); });
+  if (mlir::failed(parsed))
+    return std::nullopt;
+  Module &module = *parsed;
+  if (mlir::failed(timer.time("sema", [&] {
+        return analyzeModule(module, ctx, opts.symbolPrefix);
+      })))
+    return std::nullopt;
+  if (stage == EmitStage::Kir)
+    return printModule(module);
+  if (stage == EmitStage::Header)
+    return emitHeader(module, opts.symbolPrefix, opts.target);
+  if (stage == EmitStage::Manifest) {
+    return emitManifest(module, opts.symbolPrefix, "kinac " KINA_VERSION,
+                        opts.target);
+  }
+
+  MLIRGenOptions genOptions;
+  genOptions.symbolPrefix = opts.symbolPrefix;
+  // MLIRGen's own consistency failures are internal errors; its other
+  // errors are the user's (MLIRGenWatch).
+  std::optional<MLIRGenWatch> genWatch;
+  genWatch.emplace(ctx);
+  mlir::OwningOpRef<mlir::ModuleOp> mlirModule =
+      timer.time("mlirgen", [&] { return mlirGen(ctx, module, genOptions); });
+  if (genWatch->finish())
+    return std::nullopt;
+  genWatch.reset();
+  if (!mlirModule)
+    return std::nullopt;
+
+  auto print = [&](mlir::ModuleOp m, bool debugInfo) {
+    std::string text;
+    raw_string_ostream os(text);
+    mlir::OpPrintingFlags flags;
+    if (debugInfo)
+      flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+    m.print(os, flags);
+    os.flush();
+    return text;
+  };
+  if (stage == EmitStage::Mlir)
+    return print(*mlirModule, opts.printDebugInfo);
+  if ((stage == EmitStage::MlirGpu || stage == EmitStage::Ptx) &&
+      opts.target != "cuda") {
+    driverError("--emit=" + opts.emit + " needs --target=cuda");
+    return std::nullopt;
+  }
+
+  // --target was checked against the registry when the options were read.
+  const Target *target = lookupTarget(opts.target);
+  TargetOptions pipeline;
+  pipeline.optLevel = opts.optLevel;
+  pipeline.symbolPrefix = opts.symbolPrefix;
+  pipeline.stamp.abiVersion = opts.abiVersion;
+  pipeline.stamp.compiler = "kinac " KINA_VERSION;
+  pipeline.mcpu = opts.mcpu;
+  pipeline.gpuArch = opts.gpuArch;
+  pipeline.cudaPath = opts.cudaPath;
+  pipeline.allowTf32 = opts.allowTf32;
+  if (stage == EmitStage::MlirGpu)
+    pipeline.stopAfter = "mlir-gpu";
+  else if (stage == EmitStage::Ptx)
+    pipeline.stopAfter = "ptx";
+  // Every failure from here on is kinac's bug: reported as an internal
+  // error naming the pass, its diagnostics inside the report.
+  {
+    PipelineWatch watch(ctx, opts.forced);
+    auto instrument = [&](mlir::PassManager &pm) { watch.instrument(pm); };
+    // Each stage of the target's pipeline is timed (--time-stages): cpu has
+    // one, cuda gpu-map, gpu-nvvm, gpu-ptxas and host-llvm.
+    auto timeStage = [&](StringRef name,
+                         function_ref<mlir::LogicalResult()> run) {
+      return timer.time(name, run);
+    };
+    if (mlir::failed(lowerToLLVMDialect(*mlirModule, *target, pipeline,
+                                        instrument, timeStage))) {
+      watch.report();
+      return std::nullopt;
+    }
+    watch.replay();
+    if (opts.forced.kind != ForcedInternalError::None &&
+        !watch.forcedPassRan()) {
+      driverError("--debug-force-internal-error: no pass '" + opts.forced.pass +
+                  "' ran in the pipeline");
+      return std::nullopt;
+    }
+  }
+  if (stage == EmitStage::Ptx) {
+    // Each kernel module's PTX, as gpu-module-to-binary left it (format
+    // isa).
+    std::string ptx;
+    mlirModule->walk([&](mlir::gpu::BinaryOp binary) {
+      for (mlir::Attribute attr : binary.getObjects())
+        if (auto object = dyn_cast<mlir::gpu::ObjectAttr>(attr))
+          ptx += "// kernel module " + binary.getSymName().str() + "\n" +
+                 object.getObject().getValue().str();
+    });
+    return ptx;
+  }
+  std::string llvmDialect = timer.time(
+      "print-mlir", [&] { return print(*mlirModule, opts.printDebugInfo); });
+  return llvmDialect;
+}
+
+std::optional<std::string>
+Compilation::runTools(const std::string &llvmDialectText, EmitStage stage) {
+  auto fail = [](Error err) -> std::optional<std::string> {
+    driverError(toString(std::move(err)));
+    return std::nullopt;
+  };
+  Expected<std::string> translate =
+      tools.findTool("mlir-translate", opts.mlirTranslate, configuredLLVMBin());
+  if (!translate)
+    return fail(translate.takeError());
+  Expected<std::string> mlirPath = temps.create("kinac", "mlir");
+  if (!mlirPath)
+    return fail(mlirPath.takeError());
+  if (Error err = writeOutput(*mlirPath, llvmDialectText))
+    return fail(std::move(err));
+  Expected<std::string> llPath = temps.create("kinac", "ll");
+  if (!llPath)
+    return fail(llPath.takeError());
+  if (Error err = timer.time("mlir-translate", [&] {
+        return tools.run(*translate, {"mlir-translate", "--mlir-to-llvmir",
+                                      *mlirPath, "-o", *llPath});
+      }))
+    return fail(std::move(err));
+  if (stage == EmitStage::LLVM) {
+    Expected<std::string> text = readFile(*llPath);
+    if (!text)
+      return fail(text.takeError());
+    return *text;
+  }
+
+  Expected<std::string> llc =
+      tools.findTool("llc", opts.llc, configuredLLVMBin());
+  if (!llc)
+    return fail(llc.takeError());
+  bool object = stage == EmitStage::Obj;
+  Expected<std::string> outPath = temps.create("kinac", object ? "o" : "s");
+  if (!outPath)
+    return fail(outPath.takeError());
+  std::vector<std::string> args = {"llc",
+                                   "-O" + std::to_string(opts.optLevel),
+                                   object ? "-filetype=obj" : "-filetype=asm",
+                                   "-relocation-model=pic",
+                                   *llPath,
+                                   "-o",
+                                   *outPath};
+  if (!opts.mcpu.empty())
+    args.push_back("-mcpu=" + opts.mcpu);
+  if (Error err = timer.time("llc", [&] { return tools.run(*llc, args); }))
+    return fail(std::move(err));
+  Expected<std::string> bytes = readFile(*outPath);
+  if (!bytes)
+    return fail(bytes.takeError());
+  return *bytes;
+}
+
+/// Checks --mcpu against the processors LLVM knows for the default target
+/// triple (the one llc generates code for: the module names none) and
+/// replaces "native" with the name of the processor kinac runs on
+/// (`llvm::sys::getHostCPUName`, as clang's -march=native does).
+Error resolveProcessor(std::string &mcpu) {
+  if (mcpu.empty())
+    return Error::success();
+  if (mcpu == "native") {
+    mcpu = sys::getHostCPUName().str();
+    return Error::success();
+  }
+  InitializeNativeTarget();
+  std::string triple = sys::getDefaultTargetTriple(), error;
+  const llvm::Target *target =
+      TargetRegistry::lookupTarget(Triple(triple), error);
+  if (!target)
+    return createStringError(inconvertibleErrorCode(),
+                             "no code generator for target '" + triple +
+                                 "': " + error);
+  std::unique_ptr<MCSubtargetInfo> info(
+      target->createMCSubtargetInfo(Triple(triple), "", ""));
+  if (info && !info->isCPUStringValid(mcpu))
+    return createStringError(
+        inconvertibleErrorCode(),
+        "unknown processor '" + mcpu + "' in --mcpu for target '" + triple +
+            "' ('llc -mcpu=help' lists them; 'native' is this machine's)");
+  return Error::success();
+}
+
+} // namespace driver
+} // namespace kina

@@ -1,0 +1,356 @@
+//===- DriverImpl.h - The pieces of the kinac driver ----------------------===//
+//
+// Private to the kina_driver library (src/driver/): the options of one run
+// and the steps runDriver (Driver.cpp) takes. Options.cpp turns the command
+// line into DriverOptions; Compilation.cpp runs one `.kir` file through the
+// front end, the pipeline and the LLVM tools to an --emit stage;
+// Outputs.cpp writes outputs atomically and keeps temporary files;
+// DependencyFile.cpp writes -MD's Make rules; Link.cpp links executables
+// (`kinac m.kir main.c -o app`) with the C compiler driver; Shared.cpp
+// builds `--emit=shared` libraries; Diagnostics.cpp prints errors;
+// ToolRunner.cpp runs external tools. Nothing here calls exit().
+//
+//===----------------------------------------------------------------------===//
+#ifndef KINA_DRIVER_DRIVERIMPL_H
+#define KINA_DRIVER_DRIVERIMPL_H
+
+#include "kina/Diagnostics.h"
+#include "kina/Driver.h"
+#include "kina/InternalError.h"
+#include "kina/ToolRunner.h"
+#include "kina/abi.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Signals.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kina {
+namespace driver {
+
+// A private header of the driver's sources, which are written against
+// LLVM's support library throughout.
+using namespace llvm;
+
+//===----------------------------------------------------------------------===//
+// Options (Options.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Everything one run of kinac was asked to do: the command line's options,
+/// with the defaults `kinac --help` shows.
+struct DriverOptions {
+  std::vector<std::string> inputs;
+  std::string output;
+  std::string emit = "obj";
+  unsigned optLevel = 2;
+  /// Whether -O was given (it then also overrides an -O in $CFLAGS).
+  bool optExplicit = false;
+  std::string target = "cpu";
+  /// cuda: --gpu-arch (the SM), --cuda-path (else CUDA_PATH, else
+  /// /usr/local/cuda), --allow-tf32 (docs/cuda.md).
+  std::string gpuArch = "sm_90";
+  std::string cudaPath;
+  bool allowTf32 = false;
+  /// --mcpu: the processor llc generates code for (llc's -mcpu); empty for
+  /// llc's default, the generic processor of the host's architecture.
+  std::string mcpu;
+  std::string symbolPrefix;
+  std::string mlirTranslate;
+  std::string llc;
+  std::string runtimeLib;
+  bool verbose = false;
+  bool keepTemps = false;
+  bool timeStages = false;
+  bool printDebugInfo = false;
+  bool printLinkFlags = false;
+  /// --diagnostics-format=text|json and --verify-diagnostics (Diagnostics.h).
+  std::string diagnosticsFormat = "text";
+  bool verifyDiagnostics = false;
+  /// The ABI version objects record (hidden --abi-version-for-testing).
+  int abiVersion = KINA_ABI_VERSION;
+  /// -MD/-MMD, -MF FILE, -MT TARGET (repeatable), -MP: a Make dependency
+  /// file, as a C compiler writes one (see dependencyFile).
+  bool writeDeps = false;
+  std::string depFile;
+  std::vector<std::string> depTargets;
+  bool depPhony = false;
+  /// The C compiler driver's flags given to kinac for a one-step link
+  /// (extractCompilerFlags), in command-line order: compile flags (-I -D -U
+  /// -std= -f... -m... -g... -W... -Xcompiler ARG), link flags (-L -Wl,
+  /// -Xlinker ARG) and libraries (-l), which go after every object.
+  std::vector<std::string> cCompileFlags, cLinkFlags, cLibraries;
+  /// Every C-driver flag as written, for the "unused" warning when kinac
+  /// links nothing.
+  std::vector<std::string> cFlagsAsWritten;
+  /// --debug-force-internal-error=KIND:PASS (hidden, for tests).
+  std::string forceInternalError;
+  ForcedInternalError forced;
+};
+
+/// Parses kinac's command line into `opts`: takes out the C-compiler-style
+/// flags CLI11 cannot parse (-MD..., and the C driver's -I -D -l ...),
+/// spells the aliases (`-shared`, a bare `-O`) as the options they stand
+/// for, runs CLI11, and checks the values (--mcpu, the forced internal
+/// error). Returns the exit code when the run ends here (--help, --version:
+/// 0, after printing; an error: 1, after reporting it), std::nullopt when
+/// it goes on.
+std::optional<int> parseCommandLine(int argc, char **argv, DriverOptions &opts);
+
+/// The stage `--emit=NAME` names; std::nullopt for an unknown name.
+std::optional<EmitStage> parseStage(StringRef s);
+
+/// Whether `path` is a Kina IR module (by its `.kir` extension).
+bool isKir(StringRef path);
+
+/// The final component of `path` without its extension (`m` for `a/m.kir`).
+std::string stem(StringRef path);
+
+//===----------------------------------------------------------------------===//
+// Diagnostics of the driver (Diagnostics.h)
+//===----------------------------------------------------------------------===//
+
+/// Prints a driver-level error the way clang does.
+inline void driverError(const Twine &message) { reportDriverError(message); }
+
+//===----------------------------------------------------------------------===//
+// Stage times and temporary files
+//===----------------------------------------------------------------------===//
+
+/// Wall-clock timing of the stages, printed by --time-stages.
+class StageTimer {
+public:
+  explicit StageTimer(bool enabled) : enabled(enabled) {}
+  template <typename F> auto time(StringRef stage, F &&f) {
+    auto start = std::chrono::steady_clock::now();
+    auto result = f();
+    double ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+    stages.emplace_back(stage.str(), ms);
+    return result;
+  }
+  void print() const {
+    if (!enabled)
+      return;
+    double total = 0;
+    for (const auto &s : stages)
+      total += s.second;
+    errs() << "kinac: stage times (wall clock)\n";
+    for (const auto &s : stages)
+      errs() << format("  %-16s %9.2f ms\n", s.first.c_str(), s.second);
+    errs() << format("  %-16s %9.2f ms\n", "total", total);
+  }
+
+private:
+  bool enabled;
+  std::vector<std::pair<std::string, double>> stages;
+};
+
+/// Temporary files of one run; removed on destruction unless kept.
+class TempFiles {
+public:
+  explicit TempFiles(bool keep) : keep(keep) {}
+  ~TempFiles() {
+    if (keep) {
+      for (const std::string &p : paths)
+        errs() << "kinac: kept temporary file " << p << "\n";
+      return;
+    }
+    // Files before the directories holding them (reverse order).
+    for (auto it = paths.rbegin(); it != paths.rend(); ++it) {
+      sys::fs::remove(*it);
+      sys::DontRemoveFileOnSignal(*it);
+      dontRemoveDirectoryOnSignal(*it);
+    }
+  }
+  /// Creates and registers with no interrupt in between (InterruptBlocker):
+  /// an interrupt finds every temporary file registered.
+  Expected<std::string> create(StringRef prefix, StringRef suffix) {
+    SmallString<128> path;
+    InterruptBlocker blocked;
+    if (std::error_code ec = sys::fs::createTemporaryFile(prefix, suffix, path))
+      return createStringError(ec, "cannot create a temporary file: %s",
+                               ec.message().c_str());
+    remember(path);
+    return std::string(path);
+  }
+  Expected<std::string> createDirectory(StringRef prefix) {
+    SmallString<128> path;
+    InterruptBlocker blocked;
+    if (std::error_code ec = sys::fs::createUniqueDirectory(prefix, path))
+      return createStringError(ec, "cannot create a temporary directory: %s",
+                               ec.message().c_str());
+    paths.push_back(std::string(path));
+    if (!keep && !removeDirectoryOnSignal(path)) {
+      sys::fs::remove(path);
+      paths.pop_back();
+      return createStringError(inconvertibleErrorCode(),
+                               "cannot register the temporary directory '%s' "
+                               "for removal",
+                               path.c_str());
+    }
+    return std::string(path);
+  }
+  /// Registers a file created by someone else inside a temporary directory.
+  void adopt(StringRef path) { remember(path); }
+
+private:
+  bool keep;
+  std::vector<std::string> paths;
+
+  /// Records `path` for removal at the end, and, unless kept, if kinac is
+  /// interrupted (installInterruptHandler).
+  void remember(StringRef path) {
+    paths.push_back(path.str());
+    if (!keep)
+      sys::RemoveFileOnSignal(path);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Outputs (Outputs.cpp)
+//===----------------------------------------------------------------------===//
+
+/// An output file being written: either a complete temporary file beside
+/// the target, renamed over it by commitOutput (regular files, so an
+/// existing one is replaced only by a complete file), or, for an existing
+/// path that is not a regular file (`/dev/null`, a FIFO, a terminal), the
+/// bytes to write into it directly, as C compilers do.
+struct StagedOutput {
+  std::string target; // the path written: `path`, or a symlink's target
+  std::string tmp;    // the temporary file; empty: write `bytes` directly
+  std::string bytes;
+};
+
+/// Where writing an output path puts the bytes.
+struct OutputTarget {
+  std::string path; // the path, or the file a symbolic link points to
+  sys::fs::file_type type = sys::fs::file_type::file_not_found;
+  /// An existing file that is neither regular nor a directory (`/dev/null`,
+  /// a FIFO): written into, never replaced.
+  bool special() const {
+    return type != sys::fs::file_type::regular_file &&
+           type != sys::fs::file_type::file_not_found &&
+           type != sys::fs::file_type::directory_file;
+  }
+};
+
+/// Resolves `path` for writing: a symbolic link is followed, so the file it
+/// points to is replaced and the link kept.
+OutputTarget resolveOutput(StringRef path);
+/// Writes `bytes` to a temporary file beside `path` (resolveOutput), or
+/// keeps them for a special file; nothing is replaced yet.
+Expected<StagedOutput> stageOutput(StringRef path, StringRef bytes);
+/// Puts the staged output in place: renames the temporary file over the
+/// target (removing it on failure), or writes the bytes into the
+/// non-regular file.
+Error commitOutput(const StagedOutput &staged);
+/// Removes a staged output that will not be committed.
+void discardOutput(const StagedOutput &staged);
+/// Writes `bytes` to `path` ("-" is standard output): an existing regular
+/// file is replaced only by a complete one (stageOutput).
+Error writeOutput(StringRef path, StringRef bytes);
+/// The bytes of the file `path`.
+Expected<std::string> readFile(StringRef path);
+/// Refuses an output (or -MF dependency file) that is one of the inputs,
+/// which writing would destroy (as gcc: "input file is the same as output
+/// file"). Paths that do not exist yet cannot be inputs.
+Error checkNotAnInput(const DriverOptions &opts, const std::string &output);
+
+//===----------------------------------------------------------------------===//
+// Dependency files (DependencyFile.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Writes a compilation's output `bytes` to `output` and, with -MD, its
+/// dependency file: the dependency file is staged first, so if either
+/// cannot be written neither existing file is replaced (a failed run must
+/// not leave a fresh-looking output for make to trust). `argv0` locates
+/// kinac, which the rule names.
+Error writeResult(const DriverOptions &opts, const std::string &input,
+                  const std::string &output, StringRef bytes,
+                  const char *argv0);
+
+//===----------------------------------------------------------------------===//
+// Compilation of one module (Compilation.cpp, Shared.cpp)
+//===----------------------------------------------------------------------===//
+
+/// One compilation of a `.kir` file up to a stage; returns the bytes of the
+/// requested output.
+class Compilation {
+public:
+  Compilation(const DriverOptions &opts, StageTimer &timer, TempFiles &temps,
+              const ToolRunner &tools)
+      : opts(opts), timer(timer), temps(temps), tools(tools) {}
+
+  /// Compiles `input` to `stage`. On failure, diagnostics were printed.
+  std::optional<std::string> run(const std::string &input, EmitStage stage);
+
+  /// The runtime archive linked into shared libraries (EmitStage::Shared).
+  std::string runtimeLib;
+
+  /// With --verify-diagnostics: whether the last run() emitted exactly the
+  /// diagnostics its source's annotations expect.
+  bool diagnosticsVerified = false;
+
+private:
+  const DriverOptions &opts;
+  StageTimer &timer;
+  TempFiles &temps;
+  const ToolRunner &tools;
+
+  /// Parses `input` and compiles it in an MLIR context of its own: returns
+  /// the output of `stage` up to `mlir-llvm`, header and manifest, and the
+  /// LLVM-dialect text for the stages the tools make (llvm, asm, obj).
+  std::optional<std::string> generate(const std::string &input,
+                                      EmitStage stage);
+  std::optional<std::string> runTools(const std::string &llvmDialectText,
+                                      EmitStage stage);
+  std::optional<std::string> buildShared(const std::string &input);
+};
+
+/// Checks --mcpu against the processors LLVM knows for the default target
+/// triple and replaces "native" with the name of this machine's processor.
+Error resolveProcessor(std::string &mcpu);
+
+//===----------------------------------------------------------------------===//
+// Linking (Link.cpp)
+//===----------------------------------------------------------------------===//
+
+/// libkina_runtime.a: --runtime-lib, else ../lib next to kinac (build and
+/// install trees), else the path configured at build time.
+std::string findRuntimeLib(const DriverOptions &opts, const char *argv0);
+/// The flags a program linking compiled Kina objects needs after them: the
+/// runtime archive `runtimeLib`, then the libraries it needs.
+std::vector<std::string> runtimeLinkFlags(const std::string &runtimeLib);
+/// The system compiler driver that links: its path and the arguments that
+/// come with it.
+struct CompilerDriver {
+  std::string path;
+  std::vector<std::string> args; // argv[0] (the name) and $CC's own words
+};
+
+/// `$CC` if set, else `cc`, looked up on PATH. As make does, $CC may hold
+/// words after the program (`gcc -m32`, `ccache gcc`), split at white space.
+Expected<CompilerDriver> findCompilerDriver();
+/// `kinac a.kir [b.kir] main.c [x.o] -o app`: compiles each module, writes
+/// the headers into a temporary include directory and links with the C
+/// compiler driver. Returns the exit code; errors were reported.
+int linkExecutable(const DriverOptions &opts, const char *argv0,
+                   StageTimer &timer, TempFiles &temps,
+                   const ToolRunner &tools);
+
+} // namespace driver
+} // namespace kina
+
+#endif // KINA_DRIVER_DRIVERIMPL_H
