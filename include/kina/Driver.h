@@ -21,6 +21,8 @@ namespace kina {
 enum class EmitStage {
   Kir,
   Mlir,
+  MlirGpu, // cuda: the kernels outlined into gpu.modules
+  Ptx,     // cuda: the kernels' PTX
   MlirLLVM,
   LLVM,
   Asm,

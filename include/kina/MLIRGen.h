@@ -1,5 +1,4 @@
-//===- MLIRGen.h - Kina AST to MLIR on tensors
-//-----------------------------===//
+//===- MLIRGen.h - Kina AST to MLIR on tensors ----------------------------===//
 //
 // Builds the high-level MLIR module (`kinac --emit=mlir`) from a checked
 // Kina module with the C++ builder API: `func`, `linalg`, `tensor`, `arith`,
@@ -7,7 +6,8 @@
 // from. Conventions the later passes rely on (Pipeline.h):
 //  - each function is a `func.func` named after the Kina function (with the
 //    symbol prefix); exported ones carry `llvm.emit_c_interface`, private
-//    ones private visibility;
+//    ones private visibility; each carries its Kina signature as attributes
+//    (kina/IRConventions.h);
 //  - a run-time shape rule the compiler could not prove is a call
 //    `func.call @__kina_check(%ok : i1, %a : index, %b : index)` with a
 //    `kina.message` string attribute ("file:line:col: op: what"); the
@@ -18,6 +18,7 @@
 #define KINA_MLIRGEN_H
 
 #include "kina/AST.h"
+#include "kina/IRConventions.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -26,11 +27,6 @@
 #include <string>
 
 namespace kina {
-
-/// Name of the private function whose calls mark run-time shape checks.
-inline constexpr const char *kCheckFunctionName = "__kina_check";
-/// Attribute holding the message of a run-time shape check.
-inline constexpr const char *kCheckMessageAttr = "kina.message";
 
 struct MLIRGenOptions {
   /// Prepended to every function name (`--symbol-prefix`).

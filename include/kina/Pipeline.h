@@ -1,23 +1,20 @@
-//===- Pipeline.h - From MLIR on tensors to the LLVM dialect --------------===//
+//===- Pipeline.h - Running a target's pipeline in kinac ------------------===//
 //
-// The in-process pass pipeline of kinac (spec: "lower through MLIR"): fusion
-// of elementwise linalg ops, one-shot bufferization with identity layouts at
-// function boundaries, the ABI passes of Passes.h, loops, and one conversion
-// to the LLVM dialect. Each step verifies the IR. `kinac --emit=mlir-llvm`
-// prints the result.
+// How kinac runs the pass pipeline of a target (kina/Target.h) on MLIRGen's
+// module: one pass manager anchored on the module, the verifier after each
+// pass, the driver's instrumentation. `kinac --emit=mlir-llvm` prints the
+// result; `kina-opt --kina-<target>-pipeline` runs the same passes.
 //
 //===----------------------------------------------------------------------===//
 #ifndef KINA_PIPELINE_H
 #define KINA_PIPELINE_H
 
-#include "kina/AST.h"
-#include "kina/Passes.h"
+#include "kina/Target.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
 #include <functional>
-#include <string>
 
 namespace mlir {
 class PassManager;
@@ -25,27 +22,22 @@ class PassManager;
 
 namespace kina {
 
-struct PipelineOptions {
-  /// 0 disables the fusion and cleanup passes (-O0); 1..3 enable them.
-  unsigned optLevel = 2;
-  /// `cpu` (host allocation) -- the only target lowered in this version.
-  std::string target = "cpu";
-  /// `--symbol-prefix`: MLIRGen already applied it to function names; the
-  /// entry-point pass needs it to find them.
-  std::string symbolPrefix;
-  /// The compiler and ABI version recorded in the object and checked by its
-  /// entries against the runtime's (Passes.h, VersionStamp).
-  VersionStamp stamp;
-  /// Called with the pass manager before it runs (the driver adds its
-  /// instrumentation: internal-error reports, InternalError.h).
-  std::function<void(mlir::PassManager &)> instrument;
-};
+/// Runs one named stage of a pipeline and returns its result (the driver
+/// records its wall-clock time for --time-stages).
+using StageRunner = std::function<mlir::LogicalResult(
+    llvm::StringRef, llvm::function_ref<mlir::LogicalResult()>)>;
 
-/// Lowers `module` (MLIRGen's output for `kinaModule`) in place to the LLVM
-/// dialect. Errors are emitted through the context's diagnostic handler.
-mlir::LogicalResult lowerToLLVMDialect(mlir::ModuleOp module,
-                                       const Module &kinaModule,
-                                       const PipelineOptions &options);
+/// Lowers `module` (MLIRGen's output) in place to the LLVM dialect with
+/// `target`'s pipeline, verifying the IR after each pass, one pass manager
+/// per stage of the target (Target::stageNames; up to `options.stopAfter`).
+/// `instrument`, if set, is called with each pass manager before it runs
+/// (the driver adds its internal-error reports, InternalError.h);
+/// `runStage`, if set, runs each stage (the driver times it). Errors are
+/// emitted through the context's diagnostic handler.
+mlir::LogicalResult lowerToLLVMDialect(
+    mlir::ModuleOp module, const Target &target, const TargetOptions &options,
+    const std::function<void(mlir::PassManager &)> &instrument = nullptr,
+    const StageRunner &runStage = nullptr);
 
 } // namespace kina
 

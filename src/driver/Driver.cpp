@@ -21,9 +21,11 @@
 #include "kina/MLIRGen.h"
 #include "kina/Manifest.h"
 #include "kina/Pipeline.h"
+#include "kina/Target.h"
 #include "kina/RuntimeConfig.h"
 #include "kina/ToolRunner.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -76,6 +78,12 @@ struct DriverOptions {
   /// Whether -O was given (it then also overrides an -O in $CFLAGS).
   bool optExplicit = false;
   std::string target = "cpu";
+  /// cuda: --gpu-arch (the SM), --cuda-path (resolved to the toolkit root
+  /// before compiling: --cuda-path, CUDA_PATH, /usr/local/cuda),
+  /// --allow-tf32.
+  std::string gpuArch = "sm_90";
+  std::string cudaPath;
+  bool allowTf32 = false;
   /// --mcpu: the processor llc generates code for (llc's -mcpu); empty for
   /// llc's default, the generic processor of the host's architecture.
   std::string mcpu;
@@ -352,6 +360,8 @@ std::optional<EmitStage> parseStage(StringRef s) {
   return StringSwitch<std::optional<EmitStage>>(s)
       .Case("kir", EmitStage::Kir)
       .Case("mlir", EmitStage::Mlir)
+      .Case("mlir-gpu", EmitStage::MlirGpu)
+      .Case("ptx", EmitStage::Ptx)
       .Case("mlir-llvm", EmitStage::MlirLLVM)
       .Case("llvm", EmitStage::LLVM)
       .Case("asm", EmitStage::Asm)
@@ -523,21 +533,40 @@ std::optional<std::string> Compilation::generate(const std::string &input,
   };
   if (stage == EmitStage::Mlir)
     return print(*mlirModule, opts.printDebugInfo);
+  if ((stage == EmitStage::MlirGpu || stage == EmitStage::Ptx) &&
+      opts.target != "cuda") {
+    driverError("--emit=" + opts.emit + " needs --target=cuda");
+    return std::nullopt;
+  }
 
-  PipelineOptions pipeline;
+  // --target was checked against the registry when the options were read.
+  const Target *target = lookupTarget(opts.target);
+  TargetOptions pipeline;
   pipeline.optLevel = opts.optLevel;
-  pipeline.target = opts.target;
+  pipeline.gpuArch = opts.gpuArch;
+  pipeline.cudaPath = opts.cudaPath;
+  pipeline.allowTf32 = opts.allowTf32;
+  if (stage == EmitStage::MlirGpu)
+    pipeline.stopAfter = "mlir-gpu";
+  else if (stage == EmitStage::Ptx)
+    pipeline.stopAfter = "ptx";
   pipeline.symbolPrefix = opts.symbolPrefix;
   pipeline.stamp.abiVersion = opts.abiVersion;
   pipeline.stamp.compiler = "kinac " KINA_VERSION;
+  pipeline.mcpu = opts.mcpu;
   // Every failure from here on is kinac's bug: reported as an internal
   // error naming the pass, its diagnostics inside the report.
   {
     PipelineWatch watch(ctx, opts.forced);
-    pipeline.instrument = [&](mlir::PassManager &pm) { watch.instrument(pm); };
-    if (mlir::failed(timer.time("pipeline", [&] {
-          return lowerToLLVMDialect(*mlirModule, module, pipeline);
-        }))) {
+    auto instrument = [&](mlir::PassManager &pm) { watch.instrument(pm); };
+    // Each stage of the target's pipeline is timed (--time-stages): cpu has
+    // one, cuda gpu-map, gpu-nvvm, gpu-ptxas and host-llvm.
+    auto timeStage = [&](StringRef name,
+                         function_ref<mlir::LogicalResult()> run) {
+      return timer.time(name, run);
+    };
+    if (mlir::failed(lowerToLLVMDialect(*mlirModule, *target, pipeline,
+                                        instrument, timeStage))) {
       watch.report();
       return std::nullopt;
     }
@@ -548,6 +577,18 @@ std::optional<std::string> Compilation::generate(const std::string &input,
                   opts.forced.pass + "' ran in the pipeline");
       return std::nullopt;
     }
+  }
+  if (stage == EmitStage::Ptx) {
+    // Each kernel module's PTX, as gpu-module-to-binary left it (format
+    // isa).
+    std::string ptx;
+    mlirModule->walk([&](mlir::gpu::BinaryOp binary) {
+      for (mlir::Attribute attr : binary.getObjects())
+        if (auto object = dyn_cast<mlir::gpu::ObjectAttr>(attr))
+          ptx += "// kernel module " + binary.getSymName().str() + "\n" +
+                 object.getObject().getValue().str();
+    });
+    return ptx;
   }
   std::string llvmDialect = timer.time(
       "print-mlir", [&] { return print(*mlirModule, opts.printDebugInfo); });
@@ -622,7 +663,8 @@ Error resolveProcessor(std::string &mcpu) {
   }
   InitializeNativeTarget();
   std::string triple = sys::getDefaultTargetTriple(), error;
-  const Target *target = TargetRegistry::lookupTarget(Triple(triple), error);
+  const llvm::Target *target =
+      TargetRegistry::lookupTarget(Triple(triple), error);
   if (!target)
     return createStringError(inconvertibleErrorCode(),
                              "no code generator for target '" + triple +
@@ -1153,6 +1195,7 @@ std::optional<std::string> Compilation::buildShared(const std::string &input) {
 int runDriver(int argc, char **argv) {
   installInterruptHandler();
   installCrashReporting(argv[0]);
+  registerAllTargets();
   DriverOptions opts;
   CLI::App app{
       "kinac: ahead-of-time compiler for Kina IR (version " KINA_VERSION ")",
@@ -1165,15 +1208,30 @@ int runDriver(int argc, char **argv) {
                  "<stem>.o, header <stem>.h, manifest <stem>.json, shared "
                  "<stem>.so, text stages standard output, link a.out");
   app.add_option("--emit", opts.emit,
-                 "What to produce: kir|mlir|mlir-llvm|llvm|asm|obj|header|"
-                 "manifest (JSON signatures)|shared (a dlopen-able library "
-                 "with the runtime; also -shared)")
-      ->check(CLI::IsMember({"kir", "mlir", "mlir-llvm", "llvm", "asm", "obj",
-                             "header", "manifest", "shared"}));
+                 "What to produce: kir|mlir|mlir-gpu (cuda: outlined "
+                 "kernels)|ptx (cuda: the kernels' PTX)|mlir-llvm|llvm|asm|"
+                 "obj|header|manifest (JSON signatures)|shared (a "
+                 "dlopen-able library with the runtime; also -shared)")
+      ->check(CLI::IsMember({"kir", "mlir", "mlir-gpu", "ptx", "mlir-llvm",
+                             "llvm", "asm", "obj", "header", "manifest",
+                             "shared"}));
   app.add_option("-O", opts.optLevel, "Optimisation level 0..3 (default 2)")
       ->check(CLI::Range(0, 3));
-  app.add_option("--target", opts.target, "Code generation target: cpu")
-      ->check(CLI::IsMember({"cpu"}));
+  std::vector<std::string> targetNames;
+  for (const Target *target : allTargets())
+    targetNames.push_back(target->name().str());
+  app.add_option("--target", opts.target,
+                 "Code generation target: " + knownTargetNames())
+      ->check(CLI::IsMember(targetNames));
+  app.add_option("--gpu-arch", opts.gpuArch,
+                 "cuda: the SM to compile kernels for, sm_XX or sm_XXa as "
+                 "LLVM's NVPTX back end names it (default sm_90)");
+  app.add_option("--cuda-path", opts.cudaPath,
+                 "cuda: the CUDA Toolkit root holding bin/ptxas (default: "
+                 "$CUDA_PATH, else /usr/local/cuda)");
+  app.add_flag("--allow-tf32", opts.allowTf32,
+               "cuda: allow TF32 in f32 matmuls (no effect yet: the "
+               "generated matmul kernel computes in f32)");
   app.add_option("--mcpu", opts.mcpu,
                  "Processor to generate code for, as llc names it (e.g. "
                  "x86-64-v3, znver3, skylake-avx512), or 'native' for this "
@@ -1276,6 +1334,16 @@ int runDriver(int argc, char **argv) {
   if (Error err = resolveProcessor(opts.mcpu)) {
     driverError(toString(std::move(err)));
     return ExitFailure;
+  }
+  {
+    TargetOptions targetOptions;
+    targetOptions.mcpu = opts.mcpu;
+    targetOptions.gpuArch = opts.gpuArch;
+    targetOptions.cudaPath = opts.cudaPath;
+    if (Error err = lookupTarget(opts.target)->checkAvailable(targetOptions)) {
+      driverError(toString(std::move(err)));
+      return ExitFailure;
+    }
   }
 
   if (opts.printLinkFlags) {

@@ -350,6 +350,29 @@ LogicalResult Generator::genFunction(const Function &fn) {
     func.setPrivate();
   else
     func->setAttr("llvm.emit_c_interface", builder.getUnitAttr());
+  // The Kina signature, for the passes that validate arguments and name
+  // them in messages (kina/IRConventions.h).
+  KinaSignature signature;
+  auto signatureDims = [](const TensorType &t) {
+    std::vector<SignatureDim> dims;
+    for (const Dim &d : t.dims) {
+      SignatureDim dim;
+      dim.size = d.size;
+      dim.symbol = d.symbol;
+      dim.kind = d.kind == Dim::Static    ? SignatureDim::Static
+                 : d.kind == Dim::Dynamic ? SignatureDim::Dynamic
+                                          : SignatureDim::Symbolic;
+      dims.push_back(std::move(dim));
+    }
+    return dims;
+  };
+  for (const Param &p : fn.params) {
+    signature.paramNames.push_back(p.name);
+    signature.paramDims.push_back(signatureDims(p.type));
+  }
+  for (const TensorType &t : fn.results)
+    signature.resultDims.push_back(signatureDims(t));
+  setKinaSignature(func, signature);
   Block *entry = func.addEntryBlock();
   builder.setInsertionPointToStart(entry);
   for (auto [i, p] : llvm::enumerate(fn.params)) {

@@ -811,7 +811,7 @@ def _(rng):
 
 @case("matmul_kernel_edges")
 def _(rng):
-    # The register-tiled kernel (src/lowering/MatmulKernel.cpp): rows not a
+    # The register-tiled kernel (src/passes/MatmulKernel.cpp): rows not a
     # multiple of 4, columns around its 2 x 8 (f32) and 2 x 4 (f64) vector
     # widths and the masked last columns, K across its 256-deep blocks, M
     # across its 64-row blocks, and empty operands.
@@ -887,7 +887,7 @@ def _(rng):
 @case("reshape_symbolic_dims")
 def _(rng):
     # Several symbolic dims in one reshape group (MLIR 22's
-    # expand-strided-metadata crashed on these; src/lowering/Workarounds.cpp).
+    # expand-strided-metadata crashed on these; src/passes/Workarounds.cpp).
     kir = ("func @f(%x: f32[B, T, 8], %y: f32[N, M]) -> "
            "(f32[B, T, 2, 4], f32[B, T, 8], f32[N, M], f32[?, 4]) {\n"
            "  %s = reshape %x {shape = [B, T, 2, 4]}\n"

@@ -2,8 +2,8 @@
 //
 // Fuzz target from bytes to verified MLIR (docs/reliability.md): inputs that
 // pass the front end are lowered by mlirGen (which runs the MLIR verifier)
-// and verified again here; small modules then go through the whole pass
-// pipeline to the LLVM dialect at -O2 (lowerToLLVMDialect verifies after
+// and verified again here; small modules then go through the cpu target's
+// whole pass pipeline to the LLVM dialect at -O2 (lowerToLLVMDialect verifies after
 // each pass). A located error is fine; a crash, a sanitizer report, a module
 // that does not verify, or any diagnostic saying "internal error" is a
 // finding, and the target traps.
@@ -61,8 +61,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (const kina::Function &fn : module->functions)
     statements += fn.body.size();
   if (lowered && statements <= kPipelineMaxStatements) {
-    kina::PipelineOptions options;
-    (void)kina::lowerToLLVMDialect(*lowered, *module, options);
+    kina::registerAllTargets();
+    (void)kina::lowerToLLVMDialect(*lowered, *kina::lookupTarget("cpu"),
+                                   kina::TargetOptions{});
   }
   if (!internal.empty()) {
     std::fprintf(stderr, "internal error diagnostic: %s\n", internal.c_str());

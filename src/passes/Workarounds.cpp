@@ -47,7 +47,7 @@
 //     `linalg-fuse-elementwise-ops` (the same patterns, in the same order)
 //     with a control function that refuses two fusions:
 //     - folding a reshape into a linalg op by expansion when the expanded op
-//       would have more than kMaxRank (8) loops. The pass bubbles the
+//       would have more than KINA_MAX_RANK (8) loops. The pass bubbles the
 //       expand_shape that re-inserts keepdims' unit dims up through the
 //       reduction: reduce_sum {axes = [1, 4, 2, 0], keepdims = true} of a
 //       transposed bf16[1, 5, 3, 3, 4] became 9-loop ops on rank-9 tensors,
@@ -67,7 +67,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kina/Passes.h"
-#include "kina/Shapes.h"
+#include "kina/abi.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -211,9 +211,9 @@ bool fusionIsSound(OpOperand *fused) {
 }
 
 /// True when folding the reshape next to `fused` into its linalg op by
-/// expansion keeps that op within kMaxRank loops. `fused` is either a linalg
-/// op's operand produced by a collapse_shape, or an expand_shape's source
-/// produced by a linalg op.
+/// expansion keeps that op within KINA_MAX_RANK loops. `fused` is either a
+/// linalg op's operand produced by a collapse_shape, or an expand_shape's
+/// source produced by a linalg op.
 bool expansionKeepsRank(OpOperand *fused) {
   Operation *producer = fused->get().getDefiningOp();
   if (!producer || !producer->hasOneUse())
@@ -233,7 +233,7 @@ bool expansionKeepsRank(OpOperand *fused) {
     loops = op.getNumLoops();
     added = expand.getResultType().getRank() - expand.getSrcType().getRank();
   }
-  return loops + added <= kMaxRank;
+  return loops + added <= KINA_MAX_RANK;
 }
 
 class ElementwiseFusionPass

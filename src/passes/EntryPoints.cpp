@@ -1,6 +1,7 @@
 //===- EntryPoints.cpp - The status entry `kina_<fn>` of each function ----===//
 //
-// For every exported Kina function `@f` this pass adds
+// For every exported Kina function `@f` (a public `func.func` carrying a Kina
+// signature, kina/IRConventions.h) this pass adds
 //
 //   int32_t kina_f(KinaMemRefR *out0, ..., const KinaMemRefR *in0, ...)
 //
@@ -31,6 +32,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Descriptors.h"
+#include "kina/IRConventions.h"
 #include "kina/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -54,9 +56,8 @@ class EntryPointsPass
     : public PassWrapper<EntryPointsPass, OperationPass<ModuleOp>> {
 public:
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(EntryPointsPass)
-  EntryPointsPass(const Module *module, std::string prefix, VersionStamp stamp)
-      : kinaModule(module), prefix(std::move(prefix)), stamp(std::move(stamp)) {
-  }
+  EntryPointsPass(VersionStamp stamp, bool gpu)
+      : stamp(std::move(stamp)), gpu(gpu) {}
   StringRef getArgument() const override { return "kina-entry-points"; }
   StringRef getDescription() const override {
     return "Add the status entry kina_<fn> of each exported function";
@@ -67,21 +68,24 @@ public:
   }
 
   void runOnOperation() override {
-    for (const Function &fn : kinaModule->functions) {
-      if (fn.isPrivate)
-        continue;
-      if (failed(buildEntry(fn)))
+    // The functions first: the entries are added to the same module.
+    SmallVector<func::FuncOp> exported;
+    for (auto fn : getOperation().getOps<func::FuncOp>())
+      if (hasKinaSignature(fn) && fn.isPublic() && !fn.isExternal())
+        exported.push_back(fn);
+    for (func::FuncOp fn : exported) {
+      FailureOr<KinaSignature> signature = readKinaSignature(fn);
+      if (failed(signature) || failed(buildEntry(fn, *signature)))
         return signalPassFailure();
     }
   }
 
 private:
-  const Module *kinaModule;
-  std::string prefix;
   VersionStamp stamp;
+  bool gpu;
   unsigned messageCounter = 0;
 
-  LogicalResult buildEntry(const Function &fn);
+  LogicalResult buildEntry(func::FuncOp callee, const KinaSignature &sig);
   /// The object's version globals: the flag set once the runtime accepted
   /// the ABI version, and the stamp string (created on first use).
   LLVM::GlobalOp versionFlag(OpBuilder &b, Location loc);
@@ -189,23 +193,21 @@ LLVM::GlobalOp EntryPointsPass::versionStamp(OpBuilder &b, Location loc) {
                                 b.getStringAttr(text));
 }
 
-LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
+LogicalResult EntryPointsPass::buildEntry(func::FuncOp callee,
+                                          const KinaSignature &sig) {
   ModuleOp module = getOperation();
   MLIRContext *ctx = module.getContext();
-  std::string name = prefix + fn.name;
-  auto callee = module.lookupSymbol<func::FuncOp>(name);
-  if (!callee)
-    return module.emitError("internal error: no function @") << name;
+  StringRef name = callee.getSymName();
   FunctionType calleeType = callee.getFunctionType();
-  std::string entryName = "kina_" + name;
+  std::string entryName = ("kina_" + name).str();
   if (module.lookupSymbol(entryName))
-    return emitError(fn.loc)
-           << "function @" << fn.name << " collides with the entry symbol '"
+    return callee.emitError()
+           << "function @" << name << " collides with the entry symbol '"
            << entryName << "'";
 
   OpBuilder b(ctx);
   b.setInsertionPointToEnd(module.getBody());
-  Location loc = fn.loc;
+  Location loc = callee.getLoc();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   size_t numResults = calleeType.getNumResults();
   size_t numArgs = calleeType.getNumInputs();
@@ -296,6 +298,14 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
     b.setInsertionPointToEnd(cont);
   }
 
+  auto returnUnlessZero = [&](Value status) {
+    e.check(e.cmp(arith::CmpIPredicate::eq, status, e.i32Const(0)),
+            [&] { return status; });
+  };
+  // cuda: each argument's allocated pointer (null without elements), checked
+  // once the GPU call frame is entered, after the descriptor checks.
+  SmallVector<Value> gpuArgPointers;
+
   // Arguments: load and validate against the Kina signature.
   struct Binding {
     Value size;
@@ -304,11 +314,11 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
   llvm::StringMap<Binding> symbols;
   SmallVector<Value> callArgs;
   for (size_t i = 0; i < numArgs; ++i) {
-    const Param &param = fn.params[i];
+    const std::string &paramName = sig.paramNames[i];
     auto type = cast<MemRefType>(calleeType.getInput(i));
     int64_t rank = type.getRank();
     Value in = body->getArgument(numResults + i);
-    std::string argName = entryName + ": argument %" + param.name;
+    std::string argName = entryName + ": argument %" + paramName;
     e.require(notNull(in), argName + " descriptor pointer is null");
     Value desc = argDescs[i];
 
@@ -317,17 +327,17 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
       Value size =
           LLVM::ExtractValueOp::create(b, loc, desc, ArrayRef<int64_t>{3, d});
       sizes.push_back(size);
-      std::string place = "argument %" + param.name + " dim " +
-                          std::to_string(d);
+      std::string place =
+          "argument %" + paramName + " dim " + std::to_string(d);
       std::string where = entryName + ": " + place;
-      const Dim &dim = param.type.dims[d];
+      const SignatureDim &dim = sig.paramDims[i][d];
       switch (dim.kind) {
-      case Dim::Static:
+      case SignatureDim::Static:
         e.requireSizes(
             e.cmp(arith::CmpIPredicate::eq, size, e.i64Const(dim.size)),
             where + " has size {1}, expected {0}", e.i64Const(dim.size), size);
         break;
-      case Dim::Symbolic: {
+      case SignatureDim::Symbolic: {
         auto it = symbols.find(dim.symbol);
         if (it == symbols.end()) {
           e.requireSizes(e.cmp(arith::CmpIPredicate::sge, size, e.i64Const(0)),
@@ -342,7 +352,7 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
         }
         break;
       }
-      case Dim::Dynamic:
+      case SignatureDim::Dynamic:
         e.requireSizes(e.cmp(arith::CmpIPredicate::sge, size, e.i64Const(0)),
                        where + " has negative size {1}", e.i64Const(0), size);
         break;
@@ -395,6 +405,11 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
         b, loc, notNull(aligned),
         e.cmp(arith::CmpIPredicate::eq, elements, e.i64Const(0)));
     e.require(hasData, argName + " has a null data pointer");
+    if (gpu)
+      gpuArgPointers.push_back(LLVM::SelectOp::create(
+          b, loc, e.cmp(arith::CmpIPredicate::eq, elements, e.i64Const(0)),
+          nullPtr,
+          LLVM::ExtractValueOp::create(b, loc, desc, ArrayRef<int64_t>{0})));
 
     // Fold the offset into the aligned pointer: the compiled function
     // assumes the identity layout with offset 0.
@@ -411,7 +426,40 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
         UnrealizedConversionCastOp::create(b, loc, type, desc).getResult(0));
   }
 
+  // cuda: the runtime loads the driver, selects the device and makes its
+  // context current on this thread (3 without a device; then no exit); the
+  // GPU must be able to read every argument (1 for host memory: the frame
+  // is left with kina_rt_gpu_exit, whose status does not matter then).
+  func::FuncOp gpuExit;
+  if (gpu) {
+    auto enter =
+        e.declare("kina_rt_gpu_enter", b.getFunctionType({}, {e.i32()}));
+    gpuExit = e.declare("kina_rt_gpu_exit", b.getFunctionType({}, {e.i32()}));
+    returnUnlessZero(
+        func::CallOp::create(b, loc, enter, ValueRange{}).getResult(0));
+    auto checkArg = e.declare(
+        "kina_rt_gpu_check_argument",
+        b.getFunctionType({e.ptr(), e.ptr(), e.ptr()}, {e.i32()}));
+    for (size_t i = 0; i < numArgs; ++i) {
+      Value status =
+          func::CallOp::create(b, loc, checkArg,
+                               ValueRange{gpuArgPointers[i],
+                                          e.message(entryName),
+                                          e.message(sig.paramNames[i])})
+              .getResult(0);
+      e.check(e.cmp(arith::CmpIPredicate::eq, status, e.i32Const(0)), [&] {
+        func::CallOp::create(b, loc, gpuExit, ValueRange{});
+        return status;
+      });
+    }
+  }
+
   auto call = func::CallOp::create(b, loc, callee, callArgs);
+  // cuda: wait for the kernels; a failed launch or kernel is a status.
+  Value gpuStatus;
+  if (gpu)
+    gpuStatus =
+        func::CallOp::create(b, loc, gpuExit, ValueRange{}).getResult(0);
 
   // A null result means `@f` failed and the runtime recorded why.
   Value failed;
@@ -444,6 +492,20 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
           .getResult();
     });
   }
+  if (gpu) {
+    // The results are complete only when the GPU succeeded: otherwise they
+    // are freed and the runtime's status (2 or 3) returned.
+    e.check(e.cmp(arith::CmpIPredicate::eq, gpuStatus, e.i32Const(0)), [&] {
+      auto freeFn =
+          e.declare("runtime_free", b.getFunctionType({e.ptr()}, {e.i32()}));
+      for (Value desc : resultDescs)
+        func::CallOp::create(
+            b, loc, freeFn,
+            ValueRange{LLVM::ExtractValueOp::create(b, loc, desc,
+                                                    ArrayRef<int64_t>{0})});
+      return gpuStatus;
+    });
+  }
   for (size_t i = 0; i < numResults; ++i)
     LLVM::StoreOp::create(b, loc, resultDescs[i], body->getArgument(i));
   func::ReturnOp::create(b, loc, e.i32Const(0));
@@ -452,11 +514,8 @@ LogicalResult EntryPointsPass::buildEntry(const Function &fn) {
 
 } // namespace
 
-std::unique_ptr<Pass> createEntryPointsPass(const Module *module,
-                                            std::string symbolPrefix,
-                                            VersionStamp stamp) {
-  return std::make_unique<EntryPointsPass>(module, std::move(symbolPrefix),
-                                           std::move(stamp));
+std::unique_ptr<Pass> createEntryPointsPass(VersionStamp stamp, bool gpu) {
+  return std::make_unique<EntryPointsPass>(std::move(stamp), gpu);
 }
 
 } // namespace kina

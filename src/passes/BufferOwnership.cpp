@@ -25,7 +25,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "Descriptors.h"
-#include "kina/MLIRGen.h"
+#include "kina/IRConventions.h"
 #include "kina/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

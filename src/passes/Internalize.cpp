@@ -9,12 +9,22 @@
 // Kina names cannot take: Sema reserves `__kina_`) with internal linkage and
 // updates all its uses (the C-interface wrapper, the status entry, calls).
 //
+// The Kina functions are the `llvm.func`s that carry a Kina signature
+// (kina/IRConventions.h; the conversion to the LLVM dialect copies a
+// function's attributes to it and to its C-interface wrapper
+// `_mlir_ciface_f`, which keeps its name). The signature attributes are
+// consumed here: the pass removes them from every function, so the LLVM
+// dialect it leaves carries no Kina attributes.
+//
 //===----------------------------------------------------------------------===//
+#include "kina/IRConventions.h"
 #include "kina/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/Pass.h"
+
+#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 
@@ -25,8 +35,6 @@ class InternalizePass
     : public PassWrapper<InternalizePass, OperationPass<ModuleOp>> {
 public:
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(InternalizePass)
-  InternalizePass(const Module *module, std::string prefix)
-      : kinaModule(module), prefix(std::move(prefix)) {}
   StringRef getArgument() const override { return "kina-internalize"; }
   StringRef getDescription() const override {
     return "Give the implementation functions internal linkage";
@@ -39,30 +47,33 @@ public:
     // functions takes linear time (a walk of the module per function made
     // it quadratic: minutes for a few thousand functions).
     SymbolTableCollection tables;
-    SymbolTable &symbols = tables.getSymbolTable(module);
     SymbolUserMap users(tables, module);
-    for (const Function &fn : kinaModule->functions) {
-      std::string name = prefix + fn.name;
-      auto impl = symbols.lookup<LLVM::LLVMFuncOp>(name);
-      if (!impl || impl.isExternal())
+    SmallVector<LLVM::LLVMFuncOp> kinaFunctions;
+    llvm::StringSet<> wrappers;
+    for (auto fn : module.getOps<LLVM::LLVMFuncOp>()) {
+      if (!hasKinaSignature(fn))
         continue;
-      auto newName = StringAttr::get(&getContext(), "__kina_fn_" + name);
-      users.replaceAllUsesWith(impl, newName);
-      SymbolTable::setSymbolName(impl, newName);
-      impl.setLinkage(LLVM::Linkage::Internal);
+      kinaFunctions.push_back(fn);
+      if (fn->hasAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName()))
+        wrappers.insert(("_mlir_ciface_" + fn.getSymName()).str());
+    }
+    for (LLVM::LLVMFuncOp fn : kinaFunctions) {
+      removeKinaSignature(fn);
+      if (fn.isExternal() || wrappers.contains(fn.getSymName()))
+        continue;
+      auto newName =
+          StringAttr::get(&getContext(), "__kina_fn_" + fn.getSymName());
+      users.replaceAllUsesWith(fn, newName);
+      SymbolTable::setSymbolName(fn, newName);
+      fn.setLinkage(LLVM::Linkage::Internal);
     }
   }
-
-private:
-  const Module *kinaModule;
-  std::string prefix;
 };
 
 } // namespace
 
-std::unique_ptr<Pass> createInternalizePass(const Module *module,
-                                            std::string symbolPrefix) {
-  return std::make_unique<InternalizePass>(module, std::move(symbolPrefix));
+std::unique_ptr<Pass> createInternalizePass() {
+  return std::make_unique<InternalizePass>();
 }
 
 } // namespace kina

@@ -1,27 +1,31 @@
-//===- Pipeline.cpp - The pass pipeline from tensors to the LLVM dialect --===//
+//===- CpuTarget.cpp - The cpu target and its pass pipeline ---------------===//
 //
-// Builds and runs the pass manager described in Pipeline.h. The sequence:
+// The `cpu` target (the default `--target`): host code, allocations through
+// the runtime's host allocator. Its pipeline, from MLIRGen's module on
+// tensors to the LLVM dialect (`kinac --emit=mlir-llvm`,
+// `kina-opt --kina-cpu-pipeline`):
 //
+//   kina-read-only-arguments                            (arguments are
+//                       the caller's: bufferization must not write them)
 //   canonicalize, kina-elementwise-fusion, cse          (-O1 and above;
 //                       canonicalize without truncf(sitofp) folding,
 //                       fusion within rank 8: Workarounds.cpp)
 //   kina-empty-reshape                                  (Workarounds.cpp)
-//   one-shot-bufferize (function boundaries, identity layouts; arguments
-//                       marked non-writable: inputs belong to the caller)
+//   one-shot-bufferize (function boundaries, identity layouts)
 //   kina-buffer-ownership, kina-entry-points            (Passes.h)
-//   convert-linalg-to-loops, expand-strided-metadata, lower-affine,
-//   convert-scf-to-cf, canonicalize + cse               (cleanup at -O1+)
+//   kina-matmul-kernel                                  (-O1 and above)
+//   convert-linalg-to-loops, kina-expand-shape, expand-strided-metadata,
+//   lower-affine, convert-scf-to-cf, canonicalize + cse (cleanup at -O1+)
 //   arith-expand{include-bf16}                          (bf16 without libgcc)
 //   convert-math-to-llvm, convert-math-to-libm          (erf & co. via libm)
 //   kina-lower-to-llvm, reconcile-unrealized-casts, kina-internalize
 //
-// Passes are added to the module-anchored pass manager directly (see
-// toolchain-facts.md: a nested "builtin.module(...)" silently matches
-// nothing).
+// docs/architecture.md describes each step.
 //
 //===----------------------------------------------------------------------===//
-#include "kina/Pipeline.h"
+#include "../Targets.h"
 #include "kina/Passes.h"
+#include "kina/Target.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
@@ -29,9 +33,7 @@
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
-#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
@@ -40,32 +42,28 @@
 using namespace mlir;
 
 namespace kina {
+namespace {
 
-LogicalResult lowerToLLVMDialect(ModuleOp module, const Module &kinaModule,
-                                 const PipelineOptions &options) {
-  MLIRContext *ctx = module.getContext();
-  if (options.target != "cpu")
-    return emitError(module.getLoc())
-           << "target '" << options.target << "' is not supported yet";
+class CpuTarget final : public Target {
+public:
+  llvm::StringRef name() const override { return "cpu"; }
+  llvm::StringRef description() const override {
+    return "Host code; allocations through the runtime's host allocator";
+  }
+  llvm::StringRef allocFunction() const override { return kHostAllocFunction; }
+  void buildPipeline(OpPassManager &pm,
+                     const TargetOptions &options) const override;
+};
 
-  // Inputs are the caller's memory: bufferization must never write them.
-  for (auto func : module.getOps<func::FuncOp>())
-    if (!func.isExternal())
-      for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-        func.setArgAttr(i,
-                        bufferization::BufferizationDialect::kWritableAttrName,
-                        BoolAttr::get(ctx, false));
-
-  PassManager pm(ctx);
-  pm.enableVerifier(true);
-  if (options.instrument)
-    options.instrument(pm);
+void CpuTarget::buildPipeline(OpPassManager &pm,
+                              const TargetOptions &options) const {
   bool optimize = options.optLevel > 0;
+  pm.addPass(createReadOnlyArgumentsPass());
   if (optimize) {
     pm.addPass(kina::createCanonicalizerPass());
     pm.addPass(createElementwiseFusionPass());
     pm.addPass(kina::createCanonicalizerPass());
-    pm.addPass(createCSEPass());
+    pm.addPass(mlir::createCSEPass());
   }
 
   bufferization::OneShotBufferizePassOptions bufferize;
@@ -77,8 +75,7 @@ LogicalResult lowerToLLVMDialect(ModuleOp module, const Module &kinaModule,
   pm.addPass(createEmptyReshapePass());
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   pm.addPass(createBufferOwnershipPass());
-  pm.addPass(
-      createEntryPointsPass(&kinaModule, options.symbolPrefix, options.stamp));
+  pm.addPass(createEntryPointsPass(options.stamp));
 
   if (optimize)
     pm.addPass(createMatmulKernelPass());
@@ -89,7 +86,7 @@ LogicalResult lowerToLLVMDialect(ModuleOp module, const Module &kinaModule,
   pm.addPass(createSCFToControlFlowPass());
   if (optimize) {
     pm.addPass(kina::createCanonicalizerPass());
-    pm.addPass(createCSEPass());
+    pm.addPass(mlir::createCSEPass());
   }
   // bf16 conversions as integer code: LLVM would call __truncsfbf2, which
   // Debian 12's libgcc lacks (round to nearest even, NaN kept).
@@ -100,8 +97,11 @@ LogicalResult lowerToLLVMDialect(ModuleOp module, const Module &kinaModule,
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createLowerToLLVMPass(kHostAllocFunction));
   pm.addPass(createReconcileUnrealizedCastsPass());
-  pm.addPass(createInternalizePass(&kinaModule, options.symbolPrefix));
-  return pm.run(module);
+  pm.addPass(createInternalizePass());
 }
+
+} // namespace
+
+void registerCpuTarget() { registerTarget(std::make_unique<CpuTarget>()); }
 
 } // namespace kina
