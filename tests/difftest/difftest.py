@@ -100,11 +100,22 @@ def no_core():
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
-def run(cmd, timeout=TIMEOUT):
+def no_core_gpu():
+    # No address-space limit: cuInit reserves far more than 4 GiB of
+    # virtual addresses (the unified address space) and fails with
+    # CUDA_ERROR_OUT_OF_MEMORY under one (seen on the H200).
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def run(cmd, timeout=TIMEOUT, gpu=False):
+    """(exit status or "timeout", standard error) of `cmd`; `gpu`: it may
+    initialise CUDA (no address-space limit then)."""
     env = dict(os.environ, LLVM_DISABLE_SYMBOLIZATION="1")
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           timeout=timeout, preexec_fn=no_core, env=env)
+                           timeout=timeout,
+                           preexec_fn=no_core_gpu if gpu else no_core,
+                           env=env)
         return p.returncode, p.stderr.decode(errors="replace")
     except subprocess.TimeoutExpired:
         return "timeout", f"timed out after {timeout} s"
@@ -223,14 +234,14 @@ NO_DRIVER = "CUDA driver not found"
 
 
 def run_library(kina_run, lib, fname, inputs, out_dtypes, exps, work,
-                no_gpu_ok=False):
+                no_gpu_ok=False, gpu=False):
     """Runs `fname` of the shared library `lib` with kina-run on `inputs`
     ([NPY storage arrays], the parameters in order) and checks its outputs
     (element types `out_dtypes`) against `exps` ([expectation()]). Returns
     None when they match, "not run" when `no_gpu_ok` and kina-run stopped
     with status 3 because this machine has no CUDA driver (a cuda library
     checked as far as it can be without a GPU: loaded, its function found,
-    its arguments validated), else an Outcome."""
+    its arguments validated), else an Outcome. `gpu`: a cuda library."""
     cmd = [kina_run, lib, fname]
     for k, arr in enumerate(inputs):
         p = os.path.join(work, f"{fname}.in{k}.npy")
@@ -242,7 +253,7 @@ def run_library(kina_run, lib, fname, inputs, out_dtypes, exps, work,
         if os.path.exists(o):
             os.remove(o)
         cmd += ["--out", o]
-    rc, err = run(cmd, 60)
+    rc, err = run(cmd, 60, gpu)
     if rc == "timeout":
         return Outcome("timeout", err, err)
     if rc < 0:
@@ -303,7 +314,7 @@ class Tools:
         exps = [expectation({m: v[k] for m, v in refs.items()}, dt)
                 for k, dt in enumerate(dts)]
         o = run_library(self.kina_run, lib, fname, inputs, dts, exps, work,
-                        self.no_gpu_ok)
+                        self.no_gpu_ok, self.target == "cuda")
         if o == "not run":
             self.not_run += 1
             return None
@@ -699,6 +710,7 @@ def build_only(args, tools, seeds):
     programs that did not build (recorded; they fail in --prebuilt)."""
     import concurrent.futures
     import lzma
+    commit = source_commit()  # the generator's, before the long compile
     out = os.path.abspath(args.build_only)
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(os.path.join(out, "libs"))
@@ -762,7 +774,7 @@ def build_only(args, tools, seeds):
                 print(f"FAIL seed {s}: {o.cls}: {o.detail[:300]}\n  "
                       f"{reproduce_hint(s, tools.target)}")
     with open(os.path.join(out, "index.json"), "w") as fh:
-        json.dump({"target": tools.target, "commit": source_commit(),
+        json.dump({"target": tools.target, "commit": commit,
                    "seeds": f"{seeds.start}:{seeds.stop}",
                    "programs": index}, fh, indent=1)
     size = sum(os.path.getsize(os.path.join(dp, f))
@@ -805,7 +817,8 @@ def prebuilt_one(args, index, seed, entry, lib_path):
     work = os.path.join(args.workdir, f"run{seed}")
     os.makedirs(work, exist_ok=True)
     o = run_library(args.kina_run, lib_path(entry["lib"]),
-                    entry["function"], inputs, dts, exps, work)
+                    entry["function"], inputs, dts, exps, work,
+                    gpu=target == "cuda")
     if o is None:
         shutil.rmtree(work, ignore_errors=True)
         return True, f"PASS {head}"
