@@ -687,13 +687,14 @@ def source_commit():
 def reproduce_hint(seed, target):
     """How to reproduce and reduce the program of `seed` on the
     development machine (the GPU machine has no kinac)."""
-    t = f" --target={target}" if target != "cpu" else ""
-    return (f"reproduce here (same commit): scripts/difftest.sh --seeds "
-            f"{seed}:{seed + 1}{t} (generates the same program, compiles "
-            f"it{' for ' + target if t else ''} and reduces a failure "
-            f"it sees: every compile failure; a wrong result or status "
-            f"only where a GPU is); scripts/difftest.sh --seeds "
-            f"{seed}:{seed + 1} checks it on the CPU")
+    cmd = f"scripts/difftest.sh --seeds {seed}:{seed + 1}"
+    if target == "cpu":
+        return f"reproduce and reduce here (same commit): {cmd}"
+    return (f"reproduce here (same commit): {cmd} --target={target} "
+            f"(generates the same program, compiles it for {target} and "
+            f"reduces what it sees fail: a compile failure anywhere, a "
+            f"wrong result or status only where a GPU is); {cmd} checks "
+            f"it on the CPU")
 
 
 def build_only(args, tools, seeds):
@@ -785,8 +786,8 @@ def build_only(args, tools, seeds):
     return failed
 
 
-def show(arr, dt):
-    """A short text of an array of values of `dt`."""
+def show(arr):
+    """A short text of an array of values (from_storage's)."""
     return np.array2string(np.asarray(arr), threshold=32, edgeitems=4,
                            max_line_width=100).replace("\n", "\n      ")
 
@@ -828,14 +829,14 @@ def prebuilt_one(args, index, seed, entry, lib_path):
     lines += ["    " + t for t in text.rstrip().split("\n")]
     for k, (pn, dt, dims) in enumerate(params):
         lines.append(f"  input {k} %{pn}: {dt}[{', '.join(dims)}] = "
-                     f"{show(from_storage(inputs[k], dt), dt)}")
+                     f"{show(from_storage(inputs[k], dt))}")
     for k, dt in enumerate(dts):
         lines.append(f"  result {k} {dt}: expected "
-                     f"{show(exps[k]['base'], dt)}")
+                     f"{show(exps[k]['base'])}")
         got = getattr(o, "got", None)
         if got is not None:
             lines.append(f"  result {k} {dt}: got      "
-                         f"{show(from_storage(got[k], dt), dt)}")
+                         f"{show(from_storage(got[k], dt))}")
     if o.log and o.cls != "wrong_result":
         lines.append("  kina-run said: " + o.log.strip()[:400])
     lines.append("  " + reproduce_hint(seed, target))
