@@ -1212,9 +1212,9 @@ int runDriver(int argc, char **argv) {
                  "kernels)|ptx (cuda: the kernels' PTX)|mlir-llvm|llvm|asm|"
                  "obj|header|manifest (JSON signatures)|shared (a "
                  "dlopen-able library with the runtime; also -shared)")
-      ->check(CLI::IsMember({"kir", "mlir", "mlir-gpu", "ptx", "mlir-llvm",
-                             "llvm", "asm", "obj", "header", "manifest",
-                             "shared"}));
+      ->check(
+          CLI::IsMember({"kir", "mlir", "mlir-gpu", "ptx", "mlir-llvm", "llvm",
+                         "asm", "obj", "header", "manifest", "shared"}));
   app.add_option("-O", opts.optLevel, "Optimisation level 0..3 (default 2)")
       ->check(CLI::Range(0, 3));
   std::vector<std::string> targetNames;

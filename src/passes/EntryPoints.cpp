@@ -437,16 +437,15 @@ LogicalResult EntryPointsPass::buildEntry(func::FuncOp callee,
     gpuExit = e.declare("kina_rt_gpu_exit", b.getFunctionType({}, {e.i32()}));
     returnUnlessZero(
         func::CallOp::create(b, loc, enter, ValueRange{}).getResult(0));
-    auto checkArg = e.declare(
-        "kina_rt_gpu_check_argument",
-        b.getFunctionType({e.ptr(), e.ptr(), e.ptr()}, {e.i32()}));
+    auto checkArg =
+        e.declare("kina_rt_gpu_check_argument",
+                  b.getFunctionType({e.ptr(), e.ptr(), e.ptr()}, {e.i32()}));
     for (size_t i = 0; i < numArgs; ++i) {
-      Value status =
-          func::CallOp::create(b, loc, checkArg,
-                               ValueRange{gpuArgPointers[i],
-                                          e.message(entryName),
-                                          e.message(sig.paramNames[i])})
-              .getResult(0);
+      Value status = func::CallOp::create(
+                         b, loc, checkArg,
+                         ValueRange{gpuArgPointers[i], e.message(entryName),
+                                    e.message(sig.paramNames[i])})
+                         .getResult(0);
       e.check(e.cmp(arith::CmpIPredicate::eq, status, e.i32Const(0)), [&] {
         func::CallOp::create(b, loc, gpuExit, ValueRange{});
         return status;
@@ -499,10 +498,9 @@ LogicalResult EntryPointsPass::buildEntry(func::FuncOp callee,
       auto freeFn =
           e.declare("runtime_free", b.getFunctionType({e.ptr()}, {e.i32()}));
       for (Value desc : resultDescs)
-        func::CallOp::create(
-            b, loc, freeFn,
-            ValueRange{LLVM::ExtractValueOp::create(b, loc, desc,
-                                                    ArrayRef<int64_t>{0})});
+        func::CallOp::create(b, loc, freeFn,
+                             ValueRange{LLVM::ExtractValueOp::create(
+                                 b, loc, desc, ArrayRef<int64_t>{0})});
       return gpuStatus;
     });
   }

@@ -1,12 +1,12 @@
 //===- LowerToLLVM.cpp - One conversion to the LLVM dialect ---------------===//
 //
 // The last step before `mlir-translate`: arith, math, cf, func, memref,
-// vector, index and ub become LLVM dialect in one full conversion (as MLIR's Toy tutorial,
-// chapter 6, does), with two patterns of our own that outrank upstream's
-// `memref.alloc`/`memref.dealloc` lowerings (spec, "ABI", Allocation), and,
-// on the cuda target, upstream's `gpu.launch_func` legalization (operands
-// to LLVM types; mlir-translate then emits the mgpu* runtime calls from it
-// and the embedded `gpu.binary`, which stays):
+// vector, index and ub become LLVM dialect in one full conversion (as MLIR's
+// Toy tutorial, chapter 6, does), with two patterns of our own that outrank
+// upstream's `memref.alloc`/`memref.dealloc` lowerings (spec, "ABI",
+// Allocation), and, on the cuda target, upstream's `gpu.launch_func`
+// legalization (operands to LLVM types; mlir-translate then emits the mgpu*
+// runtime calls from it and the embedded `gpu.binary`, which stays):
 //
 //   memref.alloc(%d0, ...) : memref<?x...xT>
 //     -> ranked descriptor on the stack {null, null, 0, sizes, strides}
@@ -185,10 +185,9 @@ public:
     target.addLegalOp<ModuleOp>();
     // cuda: kernel launches keep their op with LLVM-typed operands.
     target.addLegalOp<gpu::BinaryOp>();
-    target.addDynamicallyLegalOp<gpu::LaunchFuncOp>(
-        [&](gpu::LaunchFuncOp op) {
-          return converter.isLegal(op->getOperandTypes());
-        });
+    target.addDynamicallyLegalOp<gpu::LaunchFuncOp>([&](gpu::LaunchFuncOp op) {
+      return converter.isLegal(op->getOperandTypes());
+    });
     populateGpuToLLVMConversionPatterns(converter, patterns);
     if (failed(applyFullConversion(module, target, std::move(patterns))))
       signalPassFailure();

@@ -13,11 +13,13 @@ through the CUDA Toolkit's ptxas), then checks the object:
   - when libkina_runtime.a defines the runtime's GPU entry points
     (`kina_rt_gpu_enter`, `mgpuLaunchKernel`), a generated C program links
     the object with the runtime and nothing CUDA (`--libs`), and calls every
-    exported `kina_<fn>` with zeroed descriptors: on a machine without an
-    NVIDIA GPU each must return 3 with "no CUDA device" or "CUDA driver not
-    found" in kina_last_error(), and the program must exit normally (the
-    module loads at start-up and unloads at exit without a device). On a
-    machine with a GPU (/dev/nvidiactl) that run is skipped.
+    `kina_<fn>` of a case expected to succeed, with descriptors of its
+    inputs' shapes (data: a dummy non-null pointer; the GPU is entered after
+    the descriptor checks and before any data is read): on a machine
+    without an NVIDIA GPU each must return 3 with "no CUDA device" or "CUDA
+    driver not found" in kina_last_error(), and the program must exit
+    normally (the module loads at start-up and unloads at exit without a
+    device). On a machine with a GPU (/dev/nvidiactl) that run is skipped.
 
 Prints `N passed, N failed` (one check per case for the compile and the
 symbols, one per entry for the status) and exits 1 on any failure.
@@ -28,6 +30,8 @@ import os
 import re
 import subprocess
 import sys
+
+import numpy as np
 
 RUNTIME_SYMBOL = re.compile(
     r"^(mgpu\w+|kina_rt_\w+|runtime_\w+|_mlir_ciface_runtime_\w+)$")
@@ -112,22 +116,39 @@ def main():
     else:
         exe = os.path.join(args.workdir, "cuda_cases")
         c = os.path.join(args.workdir, "cuda_cases.c")
+        runnable = [m for m in cases if m["expect"].get("status", 0) == 0]
         with open(c, "w") as f:
             f.write("#include <stdint.h>\n#include <stdio.h>\n"
                     "#include <string.h>\n"
                     "const char *kina_last_error(void);\n"
-                    "static int64_t d[64][24];\n")
-            for meta in cases:
+                    "static int64_t d[64][24];\n"
+                    "static char dummy[64];\n"
+                    "static void arg(int64_t *x, int r, const int64_t *n) {\n"
+                    "  int64_t s = 1;\n"
+                    "  x[0] = x[1] = (int64_t)(intptr_t)dummy; x[2] = 0;\n"
+                    "  for (int i = r - 1; i >= 0; --i) {\n"
+                    "    x[3 + i] = n[i]; x[3 + r + i] = s; s *= n[i]; }\n"
+                    "}\n")
+            for meta in runnable:
                 n = meta["results"] + len(meta["inputs"])
                 f.write(f"int32_t kina_{meta['function']}("
                         + ", ".join(["void *"] * n) + ");\n")
             f.write("int main(void) {\n  int bad = 0;\n")
-            for meta in cases:
-                n = meta["results"] + len(meta["inputs"])
+            for meta in runnable:
+                nres = meta["results"]
+                n = nres + len(meta["inputs"])
+                f.write("  { memset(d, 0, sizeof d);\n")
+                for k, inp in enumerate(meta["inputs"]):
+                    shape = np.load(os.path.join(args.cases, meta["name"],
+                                                 inp["file"]),
+                                    mmap_mode="r").shape
+                    dims = ", ".join(str(x) for x in shape) or "0"
+                    f.write(f"    {{ const int64_t n[] = {{{dims}}}; "
+                            f"arg(d[{nres + k}], {len(shape)}, n); }}\n")
                 call = (f"kina_{meta['function']}("
                         + ", ".join(f"d[{i}]" for i in range(n)) + ")")
                 f.write(
-                    f"  {{ memset(d, 0, sizeof d); int32_t s = {call};\n"
+                    f"    int32_t s = {call};\n"
                     f"    const char *m = kina_last_error();\n"
                     f"    int ok = s == 3 && m && (strstr(m, \"no CUDA "
                     f"device\") || strstr(m, \"CUDA driver not found\"));\n"

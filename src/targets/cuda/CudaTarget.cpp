@@ -31,9 +31,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "../Targets.h"
-#include "kina/Target.h"
 #include "CudaPasses.h"
 #include "kina/Passes.h"
+#include "kina/Target.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
@@ -98,8 +98,8 @@ llvm::Expected<std::string> findCudaToolkit(llvm::StringRef explicitPath) {
   llvm::sys::path::append(ptxas, "bin", "ptxas");
   if (!llvm::sys::fs::can_execute(ptxas))
     return llvm::createStringError(
-        "--target=cuda needs the CUDA Toolkit's ptxas: '" +
-        std::string(ptxas) + "' (from " + from +
+        "--target=cuda needs the CUDA Toolkit's ptxas: '" + std::string(ptxas) +
+        "' (from " + from +
         ") is not an executable; install the CUDA Toolkit or pass "
         "--cuda-path=<toolkit root> (or set CUDA_PATH)");
   return root;
@@ -118,8 +118,7 @@ llvm::Error checkGpuArch(llvm::StringRef gpuArch) {
                                    error);
   std::unique_ptr<llvm::MCSubtargetInfo> info(
       target->createMCSubtargetInfo(triple, "", ""));
-  if (!gpuArch.starts_with("sm_") || !info ||
-      !info->isCPUStringValid(gpuArch))
+  if (!gpuArch.starts_with("sm_") || !info || !info->isCPUStringValid(gpuArch))
     return llvm::createStringError(
         "unknown --gpu-arch '" + gpuArch.str() +
         "': expected an sm_XX or sm_XXa processor the NVPTX back end knows "

@@ -55,11 +55,11 @@ gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, Value gridX, Value gridY,
   Value bx = arith::ConstantIndexOp::create(b, loc, blockX);
   Value by = arith::ConstantIndexOp::create(b, loc, blockY);
   Value bz = arith::ConstantIndexOp::create(b, loc, blockZ);
-  auto launch = gpu::LaunchOp::create(b, loc, gridX, gridY, gridZ, bx, by, bz,
-                                      /*dynamicSharedMemorySize=*/nullptr,
-                                      /*asyncTokenType=*/nullptr,
-                                      /*asyncDependencies=*/{},
-                                      workgroupBuffers);
+  auto launch =
+      gpu::LaunchOp::create(b, loc, gridX, gridY, gridZ, bx, by, bz,
+                            /*dynamicSharedMemorySize=*/nullptr,
+                            /*asyncTokenType=*/nullptr,
+                            /*asyncDependencies=*/{}, workgroupBuffers);
   Block &body = launch.getBody().front();
   b.setInsertionPointToEnd(&body);
   auto terminator = gpu::TerminatorOp::create(b, loc);

@@ -82,9 +82,10 @@ void storeOperand(mlir::OpBuilder &b, mlir::Location loc,
 /// Clones the whole region of `op` at `b`: block arguments become
 /// `blockArgs`, `linalg.index d` becomes `ivs[d]`; returns the yielded
 /// values.
-llvm::SmallVector<mlir::Value>
-cloneRegion(mlir::OpBuilder &b, mlir::linalg::GenericOp op,
-            mlir::ValueRange blockArgs, mlir::ValueRange ivs);
+llvm::SmallVector<mlir::Value> cloneRegion(mlir::OpBuilder &b,
+                                           mlir::linalg::GenericOp op,
+                                           mlir::ValueRange blockArgs,
+                                           mlir::ValueRange ivs);
 
 /// Clones only the operations of `op`'s region that `roots` (values defined
 /// in the region) depend on, with `mapping` already giving values for some

@@ -67,8 +67,7 @@ void emitGridStrideKernel(OpBuilder &b, Location loc, Value n,
   b.setInsertionPointToStart(&guard.getThenRegion().front());
   Value grid = gridSize(b, loc, n, kBlockSize, kMaxGridX);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  gpu::LaunchOp launch =
-      createLaunch(b, loc, grid, one, one, kBlockSize, 1, 1);
+  gpu::LaunchOp launch = createLaunch(b, loc, grid, one, one, kBlockSize, 1, 1);
   Value block = arith::ConstantIndexOp::create(b, loc, kBlockSize);
   Value first = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, launch.getBlockIds().x, block),
@@ -81,7 +80,8 @@ void emitGridStrideKernel(OpBuilder &b, Location loc, Value n,
 
 /// A zero of `type` standing for an init value the region never reads.
 Value unusedValue(OpBuilder &b, Location loc, Type type) {
-  return arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(type)));
+  return arith::ConstantOp::create(b, loc,
+                                   cast<TypedAttr>(b.getZeroAttr(type)));
 }
 
 void mapGeneric(linalg::GenericOp op) {
@@ -115,11 +115,11 @@ void mapCopy(memref::CopyOp op) {
   auto type = cast<MemRefType>(target.getType());
   SmallVector<Value> sizes;
   for (int64_t d = 0; d < type.getRank(); ++d)
-    sizes.push_back(type.isDynamicDim(d)
-                        ? memref::DimOp::create(b, loc, target, d).getResult()
-                        : arith::ConstantIndexOp::create(b, loc,
-                                                         type.getDimSize(d))
-                              .getResult());
+    sizes.push_back(
+        type.isDynamicDim(d)
+            ? memref::DimOp::create(b, loc, target, d).getResult()
+            : arith::ConstantIndexOp::create(b, loc, type.getDimSize(d))
+                  .getResult());
   if (anyStaticZero(sizes))
     return op.erase();
   Value n = product(b, loc, sizes);
@@ -146,9 +146,8 @@ void sinkGlobals(gpu::LaunchOp launch) {
   for (Operation *get : globals) {
     Operation *inside = b.clone(*get);
     get->getResult(0).replaceUsesWithIf(
-        inside->getResult(0), [&](OpOperand &use) {
-          return launch->isAncestor(use.getOwner());
-        });
+        inside->getResult(0),
+        [&](OpOperand &use) { return launch->isAncestor(use.getOwner()); });
   }
 }
 
@@ -162,8 +161,8 @@ public:
            "GPU kernels";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<affine::AffineDialect, arith::ArithDialect,
-                    gpu::GPUDialect, memref::MemRefDialect, scf::SCFDialect>();
+    registry.insert<affine::AffineDialect, arith::ArithDialect, gpu::GPUDialect,
+                    memref::MemRefDialect, scf::SCFDialect>();
   }
 
   void runOnOperation() override {
@@ -173,8 +172,7 @@ public:
           op->getParentOfType<gpu::GPUModuleOp>())
         return;
       if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
-        if (isMappableGeneric(generic) &&
-            generic.getNumReductionLoops() == 0)
+        if (isMappableGeneric(generic) && generic.getNumReductionLoops() == 0)
           work.push_back(op);
       } else if (isa<memref::CopyOp>(op)) {
         work.push_back(op);

@@ -71,9 +71,7 @@ std::optional<ContractionLoops> matchContraction(linalg::GenericOp op) {
 
   AffineMap a = op.getIndexingMapsArray()[0];
   AffineMap bm = op.getIndexingMapsArray()[1];
-  auto uses = [](AffineMap map, unsigned d) {
-    return map.isFunctionOfDim(d);
-  };
+  auto uses = [](AffineMap map, unsigned d) { return map.isFunctionOfDim(d); };
   ContractionLoops loops;
   bool haveK = false;
   for (auto [d, it] : llvm::enumerate(op.getIteratorTypesArray())) {
@@ -159,10 +157,10 @@ void mapContraction(linalg::GenericOp op, const ContractionLoops &loops) {
   auto xTiles = scf::ForOp::create(b, loc, launch.getBlockIds().x, nTiles,
                                    launch.getGridSize().x);
   b.setInsertionPointToStart(xTiles.getBody());
-  Value rowBase = arith::MulIOp::create(b, loc, yTiles.getInductionVar(),
-                                        kTileV);
-  Value colBase = arith::MulIOp::create(b, loc, xTiles.getInductionVar(),
-                                        kTileV);
+  Value rowBase =
+      arith::MulIOp::create(b, loc, yTiles.getInductionVar(), kTileV);
+  Value colBase =
+      arith::MulIOp::create(b, loc, xTiles.getInductionVar(), kTileV);
   Value row = arith::AddIOp::create(b, loc, rowBase, ty);
   Value col = arith::AddIOp::create(b, loc, colBase, tx);
   auto lt = [&](Value x, Value y) {
@@ -185,8 +183,7 @@ void mapContraction(linalg::GenericOp op, const ContractionLoops &loops) {
         .getResult();
   };
   // Loads `operand` at `ivs` when `ok`, else 0.
-  auto guardedLoad = [&](OpOperand &operand, Value ok, ValueRange ivs,
-                         Type t) {
+  auto guardedLoad = [&](OpOperand &operand, Value ok, ValueRange ivs, Type t) {
     auto ifOp = scf::IfOp::create(b, loc, TypeRange{t}, ok, true);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(&ifOp.getThenRegion().front());
@@ -215,8 +212,8 @@ void mapContraction(linalg::GenericOp op, const ContractionLoops &loops) {
                            ivsAt(kZero, col, kb), bType);
     memref::StoreOp::create(b, loc, bv, bs, ValueRange{ty, tx});
     gpu::BarrierOp::create(b, loc);
-    Value kCount = arith::MinUIOp::create(
-        b, loc, kTileV, arith::SubIOp::create(b, loc, k, k0));
+    Value kCount = arith::MinUIOp::create(b, loc, kTileV,
+                                          arith::SubIOp::create(b, loc, k, k0));
     Value oneK = arith::ConstantIndexOp::create(b, loc, 1);
     auto inner = scf::ForOp::create(b, loc, kZero, kCount, oneK,
                                     kLoop.getRegionIterArgs());
@@ -249,8 +246,8 @@ public:
            "tiled GPU kernels";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<affine::AffineDialect, arith::ArithDialect,
-                    gpu::GPUDialect, memref::MemRefDialect, scf::SCFDialect>();
+    registry.insert<affine::AffineDialect, arith::ArithDialect, gpu::GPUDialect,
+                    memref::MemRefDialect, scf::SCFDialect>();
   }
 
   void runOnOperation() override {

@@ -76,11 +76,10 @@ FailureOr<SmallVector<Value>> contributions(linalg::GenericOp op) {
       anySelect = true;
       continue;
     }
-    if (!isa<arith::AddFOp, arith::MulFOp, arith::MaximumFOp,
-             arith::MinimumFOp, arith::MaxNumFOp, arith::MinNumFOp,
-             arith::AddIOp, arith::MulIOp, arith::MaxSIOp, arith::MinSIOp,
-             arith::MaxUIOp, arith::MinUIOp, arith::AndIOp, arith::OrIOp,
-             arith::XOrIOp>(def))
+    if (!isa<arith::AddFOp, arith::MulFOp, arith::MaximumFOp, arith::MinimumFOp,
+             arith::MaxNumFOp, arith::MinNumFOp, arith::AddIOp, arith::MulIOp,
+             arith::MaxSIOp, arith::MinSIOp, arith::MaxUIOp, arith::MinUIOp,
+             arith::AndIOp, arith::OrIOp, arith::XOrIOp>(def))
       return failure();
     Value lhs = def->getOperand(0), rhs = def->getOperand(1);
     if (lhs == acc && rhs != acc)
@@ -182,6 +181,11 @@ struct ReductionKernel {
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, np, zero);
     auto guard = scf::IfOp::create(b, loc, nonEmpty, /*withElse=*/false);
     b.setInsertionPointToStart(&guard.getThenRegion().front());
+    // A slice that cannot be cloned drops the whole kernel built so far.
+    auto abandon = [&]() -> LogicalResult {
+      guard.erase();
+      return failure();
+    };
 
     auto workgroup = gpu::AddressSpaceAttr::get(
         b.getContext(), gpu::GPUDialect::getWorkgroupAddressSpace());
@@ -216,7 +220,7 @@ struct ReductionKernel {
       b.setInsertionPointToStart(&first.getThenRegion().front());
       auto e = element(b, loc, pivs, tid);
       if (failed(e))
-        return guard.erase(), failure();
+        return abandon();
       scf::YieldOp::create(b, loc, *e);
       b.setInsertionPointToStart(&first.getElseRegion().front());
       SmallVector<Value> zeros;
@@ -233,10 +237,10 @@ struct ReductionKernel {
       b.setInsertionPointToStart(rLoop.getBody());
       auto e = element(b, loc, pivs, rLoop.getInductionVar());
       if (failed(e))
-        return guard.erase(), failure();
+        return abandon();
       auto c = combine(b, rLoop.getRegionIterArgs(), *e);
       if (failed(c))
-        return guard.erase(), failure();
+        return abandon();
       scf::YieldOp::create(b, loc, *c);
     }
     for (auto [buffer, partial] : llvm::zip(buffers, rLoop.getResults()))
@@ -264,7 +268,7 @@ struct ReductionKernel {
         }
         auto c = combine(b, mine, theirs);
         if (failed(c))
-          return guard.erase(), failure();
+          return abandon();
         for (auto [buffer, v] : llvm::zip(buffers, *c))
           memref::StoreOp::create(b, loc, v, buffer, tid);
       }
@@ -282,14 +286,13 @@ struct ReductionKernel {
       b.setInsertionPointToStart(&finish.getThenRegion().front());
       SmallVector<Value> ivs = merge(b, loc, pivs, {});
       SmallVector<Value> inits, totals;
-      for (auto [init, buffer] :
-           llvm::zip(op.getDpsInitsMutable(), buffers)) {
+      for (auto [init, buffer] : llvm::zip(op.getDpsInitsMutable(), buffers)) {
         inits.push_back(loadOperand(b, loc, op, init, ivs));
         totals.push_back(memref::LoadOp::create(b, loc, buffer, zeroK));
       }
       auto c = combine(b, inits, totals);
       if (failed(c))
-        return guard.erase(), failure();
+        return abandon();
       for (auto [init, v] : llvm::zip(op.getDpsInitsMutable(), *c))
         storeOperand(b, loc, op, init, v, ivs);
     }
@@ -320,8 +323,7 @@ void emitSequential(linalg::GenericOp op) {
   b.setInsertionPointToStart(&guard.getThenRegion().front());
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value grid = gridSize(b, loc, np, kBlockSize, kMaxGridX);
-  gpu::LaunchOp launch =
-      createLaunch(b, loc, grid, one, one, kBlockSize, 1, 1);
+  gpu::LaunchOp launch = createLaunch(b, loc, grid, one, one, kBlockSize, 1, 1);
   Value block = arith::ConstantIndexOp::create(b, loc, kBlockSize);
   Value start = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, launch.getBlockIds().x, block),
@@ -370,8 +372,8 @@ public:
            "with a shared-memory tree reduction";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<affine::AffineDialect, arith::ArithDialect,
-                    gpu::GPUDialect, memref::MemRefDialect, scf::SCFDialect>();
+    registry.insert<affine::AffineDialect, arith::ArithDialect, gpu::GPUDialect,
+                    memref::MemRefDialect, scf::SCFDialect>();
   }
 
   void runOnOperation() override {
