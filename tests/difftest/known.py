@@ -16,7 +16,7 @@ def _ops(prog):
             yield f, s
 
 
-KNOWN = [  # (name, description, predicate); none open now
+KNOWN = [  # (name, description, predicate)
 ]
 
 
