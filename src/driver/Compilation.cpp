@@ -229,7 +229,9 @@ Compilation::runTools(const std::string &llvmDialectText, EmitStage stage) {
   // LLVM's middle end, as clang runs it: `opt -O<N>` for the processor llc
   // will generate code for (its cost model decides vector widths and
   // unrolling), on the default target triple (the module names none).
-  if (opts.optLevel > 0) {
+  // The cpu target only: the cuda target's host module has not been run
+  // through it on the H200 yet.
+  if (opts.optLevel > 0 && opts.target == "cpu") {
     Expected<std::string> optTool =
         tools.findTool("opt", opts.opt, configuredLLVMBin());
     if (!optTool)
