@@ -75,10 +75,11 @@ RUN set -eu; \
       $(cat /tmp/llvm-packages.txt) gcc libc6-dev libstdc++-12-dev; \
     apt-get clean; \
     rm -rf /var/lib/apt/lists/* /tmp/llvm-packages.txt
-# The two LLVM tools kinac runs, from the builder's mlir-22-tools and
-# llvm-22 packages (the rest of those packages is not needed).
-COPY --from=builder /usr/lib/llvm-22/bin/mlir-translate /usr/lib/llvm-22/bin/llc \
-     /usr/lib/llvm-22/bin/
+# The three LLVM tools kinac runs (mlir-translate, opt at -O1 and above,
+# llc), from the builder's mlir-22-tools and llvm-22 packages (the rest of
+# those packages is not needed).
+COPY --from=builder /usr/lib/llvm-22/bin/mlir-translate /usr/lib/llvm-22/bin/opt \
+     /usr/lib/llvm-22/bin/llc /usr/lib/llvm-22/bin/
 # kinac, kina-run, the runtime archive, headers and packages.
 COPY --from=builder /opt/kina/install/ /usr/local/
 # The default command's sample: the digits MLP, its C main and data.
@@ -87,6 +88,7 @@ COPY --from=builder /opt/kina/src/samples/digits/ /opt/kina/samples/digits/
 # Fail the build here, not at the first use, if a shared library is missing.
 RUN kinac --version \
  && /usr/lib/llvm-22/bin/mlir-translate --version >/dev/null \
+ && /usr/lib/llvm-22/bin/opt --version >/dev/null \
  && /usr/lib/llvm-22/bin/llc --version >/dev/null \
  && kinac --print-link-flags
 WORKDIR /opt/kina

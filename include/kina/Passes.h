@@ -54,6 +54,11 @@
 //    row-major strides, as `expand-strided-metadata` would, which in MLIR 22
 //    crashes when one reassociation group holds several dynamic dims
 //    (src/passes/workarounds/ExpandShape.cpp). Just before that pass.
+//  - kina-math-approximation (option functions): each f32 `math` op among
+//    `functions` (default: those measured within docs/tolerances.md:
+//    src/passes/MathApproximation.cpp) becomes MLIR's polynomial
+//    approximation, straight-line code LLVM vectorises, instead of a libm
+//    call. Before the math lowering, at -O1 and above.
 //  - kina-lower-to-llvm (option alloc-function): arith, math, cf, func,
 //    memref, vector, index and ub to the LLVM dialect in one conversion,
 //    every `memref.alloc` a call of the runtime's unranked allocation

@@ -135,6 +135,30 @@ def ExpandShapePass : Pass<"kina-expand-shape", "mlir::ModuleOp"> {
                            "mlir::memref::MemRefDialect"];
 }
 
+def MathApproximationPass
+    : Pass<"kina-math-approximation", "mlir::ModuleOp"> {
+  let summary = "Replace f32 math calls by MLIR's vectorisable polynomial "
+                "approximations";
+  let description = [{
+    Rewrites each f32 (scalar or vector) `math` op named in `functions` with
+    MLIR's polynomial approximation (`populateMathPolynomialApproximation
+    Patterns`): straight-line arith code, which LLVM's loop vectoriser
+    vectorises, instead of a libm call per element. The default list holds
+    the functions whose approximation is within docs/tolerances.md, as
+    measured by bench/cpu/math_ulp.py; the others keep their libm call.
+    f64 ops are never rewritten. At -O1 and above, before the conversion of
+    math to LLVM and libm.
+  }];
+  let options = [
+    ListOption<"functions", "functions", "std::string",
+               "math op mnemonics to approximate (default: the measured "
+               "list in src/passes/MathApproximation.cpp)">
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::math::MathDialect",
+                           "mlir::vector::VectorDialect"];
+}
+
 def LowerToLLVMPass : Pass<"kina-lower-to-llvm", "mlir::ModuleOp"> {
   let summary = "Lower to the LLVM dialect with runtime allocation";
   let description = [{

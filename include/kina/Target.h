@@ -43,8 +43,8 @@ struct TargetOptions {
   /// entries against the runtime's (Passes.h, VersionStamp).
   VersionStamp stamp;
   /// cpu: `--mcpu`, the LLVM processor name llc generates code for (empty:
-  /// the generic processor). Used by the driver's llc step, not by the
-  /// MLIR pipeline.
+  /// the generic processor). Used by the driver's opt and llc steps; the
+  /// pipeline adds kina-math-approximation only for a processor with FMA.
   std::string mcpu;
   /// cuda: `--gpu-arch`, the SM architecture.
   std::string gpuArch = "sm_90";

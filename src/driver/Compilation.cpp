@@ -3,7 +3,8 @@
 // The stages of one `.kir` file, stopping at the requested `--emit` stage:
 // read, parse, sema (Frontend.h), then the C header or the manifest, or
 // MLIRGen -> the lowering pipeline (Pipeline.h) -> textual LLVM-dialect
-// MLIR -> `mlir-translate --mlir-to-llvmir` -> `llc`. Each stage runs under
+// MLIR -> `mlir-translate --mlir-to-llvmir` -> `opt -O<N>` (LLVM's middle
+// end, as clang runs it; not at -O0) -> `llc`. Each stage runs under
 // the StageTimer (--time-stages). Diagnostics go through a
 // DiagnosticSession (Diagnostics.h): text, JSON or checked against the
 // source's annotations (--verify-diagnostics); a failure inside the
@@ -225,6 +226,34 @@ Compilation::runTools(const std::string &llvmDialectText, EmitStage stage) {
                                       *mlirPath, "-o", *llPath});
       }))
     return fail(std::move(err));
+  // LLVM's middle end, as clang runs it: `opt -O<N>` for the processor llc
+  // will generate code for (its cost model decides vector widths and
+  // unrolling), on the default target triple (the module names none).
+  // The cpu target only: the cuda target's host module has not been run
+  // through it on the H200 yet.
+  if (opts.optLevel > 0 && opts.target == "cpu") {
+    Expected<std::string> optTool =
+        tools.findTool("opt", opts.opt, configuredLLVMBin());
+    if (!optTool)
+      return fail(optTool.takeError());
+    Expected<std::string> optimized = temps.create("kinac", "opt.ll");
+    if (!optimized)
+      return fail(optimized.takeError());
+    std::vector<std::string> args = {"opt",
+                                     "-O" + std::to_string(opts.optLevel),
+                                     "-mtriple=" +
+                                         sys::getDefaultTargetTriple(),
+                                     "-S",
+                                     *llPath,
+                                     "-o",
+                                     *optimized};
+    if (!opts.mcpu.empty())
+      args.push_back("-mcpu=" + opts.mcpu);
+    if (Error err =
+            timer.time("opt", [&] { return tools.run(*optTool, args); }))
+      return fail(std::move(err));
+    *llPath = *optimized;
+  }
   if (stage == EmitStage::LLVM) {
     Expected<std::string> text = readFile(*llPath);
     if (!text)

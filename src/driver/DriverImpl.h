@@ -67,6 +67,9 @@ struct DriverOptions {
   std::string mcpu;
   std::string symbolPrefix;
   std::string mlirTranslate;
+  /// --opt: LLVM's `opt`, which runs LLVM's -O1/-O2/-O3 pipeline on the
+  /// translated module before llc (not run at -O0).
+  std::string opt;
   std::string llc;
   std::string runtimeLib;
   bool verbose = false;

@@ -82,6 +82,7 @@ Error extractCompilerFlags(std::vector<std::string> &args,
                                             "--mcpu",
                                             "--symbol-prefix",
                                             "--mlir-translate",
+                                            "--opt",
                                             "--llc",
                                             "--runtime-lib",
                                             "--diagnostics-format",
@@ -196,9 +197,10 @@ void addOptions(CLI::App &app, DriverOptions &opts) {
                  "<stem>.so, text stages standard output, link a.out");
   app.add_option("--emit", opts.emit,
                  "What to produce: kir|mlir|mlir-gpu (cuda: outlined "
-                 "kernels)|ptx (cuda: the kernels' PTX)|mlir-llvm|llvm|asm|"
-                 "obj|header|manifest (JSON signatures)|shared (a "
-                 "dlopen-able library with the runtime; also -shared)")
+                 "kernels)|ptx (cuda: the kernels' PTX)|mlir-llvm|llvm "
+                 "(after LLVM's -O pipeline, as llc gets it)|asm|obj|header|"
+                 "manifest (JSON signatures)|shared (a dlopen-able library "
+                 "with the runtime; also -shared)")
       ->check(
           CLI::IsMember({"kir", "mlir", "mlir-gpu", "ptx", "mlir-llvm", "llvm",
                          "asm", "obj", "header", "manifest", "shared"}));
@@ -229,6 +231,10 @@ void addOptions(CLI::App &app, DriverOptions &opts) {
   app.add_option("--mlir-translate", opts.mlirTranslate,
                  "Path of mlir-translate (else $KINA_LLVM_BIN, else the one "
                  "found at build time)");
+  app.add_option("--opt", opts.opt,
+                 "Path of LLVM's opt, which runs LLVM's -O1..-O3 pipeline "
+                 "before llc (else $KINA_LLVM_BIN, else the one found at "
+                 "build time)");
   app.add_option("--llc", opts.llc,
                  "Path of llc (else $KINA_LLVM_BIN, else the one found at "
                  "build time)");

@@ -16,6 +16,9 @@
 //   kina-matmul-kernel                                  (-O1 and above)
 //   convert-linalg-to-loops, kina-expand-shape, expand-strided-metadata,
 //   lower-affine, convert-scf-to-cf, canonicalize + cse (cleanup at -O1+)
+//   kina-math-approximation                             (-O1 and above,
+//                       a --mcpu with FMA: f32 exp, tanh, erf as
+//                       vectorisable polynomials)
 //   arith-expand{include-bf16}                          (bf16 without libgcc)
 //   convert-math-to-llvm, convert-math-to-libm          (erf & co. via libm)
 //   kina-lower-to-llvm, reconcile-unrealized-casts, kina-internalize
@@ -39,6 +42,11 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/TargetParser/Host.h"
+
 using namespace mlir;
 
 namespace kina {
@@ -54,6 +62,28 @@ public:
   void buildPipeline(OpPassManager &pm,
                      const TargetOptions &options) const override;
 };
+
+/// Whether `mcpu` (an LLVM processor name for the default target triple,
+/// "native" for the host's; empty: the generic processor) has fused
+/// multiply-add instructions. MLIR's math approximations are written with
+/// `math.fma`, which becomes a call of libm's `fmaf` per element on a
+/// processor without them (src/passes/MathApproximation.cpp).
+bool processorHasFma(llvm::StringRef mcpu) {
+  if (mcpu.empty())
+    return false;
+  std::string cpu =
+      mcpu == "native" ? llvm::sys::getHostCPUName().str() : mcpu.str();
+  llvm::InitializeNativeTarget();
+  std::string error;
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return false;
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      target->createMCSubtargetInfo(triple, cpu, ""));
+  return info && info->isCPUStringValid(cpu) && info->checkFeatures("+fma");
+}
 
 void CpuTarget::buildPipeline(OpPassManager &pm,
                               const TargetOptions &options) const {
@@ -88,6 +118,8 @@ void CpuTarget::buildPipeline(OpPassManager &pm,
     pm.addPass(kina::createCanonicalizerPass());
     pm.addPass(mlir::createCSEPass());
   }
+  if (optimize && processorHasFma(options.mcpu))
+    pm.addPass(createMathApproximationPass());
   // bf16 conversions as integer code: LLVM would call __truncsfbf2, which
   // Debian 12's libgcc lacks (round to nearest even, NaN kept).
   arith::ArithExpandOpsPassOptions expand;
