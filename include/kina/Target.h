@@ -5,7 +5,8 @@
 // their Kina signatures, kina/IRConventions.h) to the LLVM dialect, the
 // runtime allocation function its code calls, and a check that the tools it
 // needs are there. The driver looks a target up by `--target`; kina-opt
-// registers each target's pipeline as `kina-<name>-pipeline`. Adding a
+// registers each target's pipeline as `kina-<name>-pipeline` and each
+// target's own passes (Target::registerPasses). Adding a
 // target is adding its folder and one call in registerAllTargets()
 // (src/targets/Registry.cpp).
 //
@@ -68,6 +69,11 @@ public:
   virtual llvm::StringRef description() const = 0;
   /// Dialects the pipeline needs loaded (gpu, nvvm, ...).
   virtual void getDependentDialects(mlir::DialectRegistry &) const {}
+  /// Registers the target's own passes (those it declares in its folder's
+  /// TableGen file, e.g. src/targets/cuda/CudaPasses.td) with MLIR's pass
+  /// registry, so that mlir-opt-style tools (kina-opt) run each alone. The
+  /// shared passes (kina/Passes.h) are registered by registerKinaPasses().
+  virtual void registerPasses() const {}
   /// Appends the whole pipeline from MLIRGen's output (linalg on tensors,
   /// functions carrying their Kina signatures as attributes) to the LLVM
   /// dialect, ready for mlir-translate, to `pm` (anchored on
@@ -124,6 +130,12 @@ void registerAllTargets();
 /// allow-tf32), for mlir-opt-style tools (kina-opt). Call after
 /// registerAllTargets(); idempotent.
 void registerTargetPipelines();
+
+/// Registers every registered target's own passes (Target::registerPasses:
+/// cuda's kina-gpu-map-matmul, kina-gpu-map-reductions,
+/// kina-gpu-map-elementwise) for mlir-opt-style tools (kina-opt). Call
+/// after registerAllTargets(); idempotent.
+void registerTargetPasses();
 
 } // namespace kina
 

@@ -3,7 +3,8 @@
 // `kina-opt`: MLIR's `mlir-opt` driver (MlirOptMain) with every upstream
 // dialect, extension and pass (kinac loads the same dialects,
 // registerKinaDialects), kinac's own passes (Passes.td: kina-buffer-ownership,
-// kina-entry-points, ...) and one named pipeline per target,
+// kina-entry-points, ...), each target's own passes (Target::registerPasses:
+// cuda's kina-gpu-map-matmul, ...) and one named pipeline per target,
 // `kina-<target>-pipeline` (kina/Target.h), whose options are those of
 // TargetOptions. So any stage of kinac can be reproduced and tested on its
 // own `.mlir` input:
@@ -40,6 +41,7 @@ int main(int argc, char **argv) {
   kina::registerKinaPasses();
   kina::registerAllTargets();
   kina::registerTargetPipelines();
+  kina::registerTargetPasses();
   for (const kina::Target *target : kina::allTargets())
     target->getDependentDialects(registry);
   return mlir::asMainReturnCode(mlir::MlirOptMain(

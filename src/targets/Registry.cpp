@@ -5,7 +5,7 @@
 // (Targets.h), and registerTargetPipelines makes each target's pipeline the
 // named pass pipeline `kina-<name>-pipeline`, whose options fill a
 // TargetOptions, so `kina-opt --kina-cpu-pipeline="opt-level=0"` runs what
-// `kinac -O0` runs.
+// `kinac -O0` runs; registerTargetPasses registers each target's own passes.
 //
 //===----------------------------------------------------------------------===//
 #include "Targets.h"
@@ -143,6 +143,15 @@ void registerTargetPipelines() {
             target->buildPipeline(pm, options.toTargetOptions());
           });
     }
+    return true;
+  }();
+  (void)registered;
+}
+
+void registerTargetPasses() {
+  static bool registered = [] {
+    for (const Target *target : allTargets())
+      target->registerPasses();
     return true;
   }();
   (void)registered;

@@ -23,18 +23,26 @@
 
 namespace kina::cuda {
 
-/// `kina-gpu-map-matmul` (GpuMapMatmul.cpp): contraction generics (matmul,
-/// batched, broadcast, rank-1) to 16x16 shared-memory tiled kernels.
-std::unique_ptr<mlir::Pass> createGpuMapMatmulPass();
+// The three kernel mappers, declared in CudaPasses.td (TableGen writes
+// their create functions here; no options):
+//  - `kina-gpu-map-matmul` (GpuMapMatmul.cpp, createGpuMapMatmulPass()):
+//    contraction generics (matmul, batched, broadcast, rank-1) to 16x16
+//    shared-memory tiled kernels;
+//  - `kina-gpu-map-reductions` (GpuMapReductions.cpp,
+//    createGpuMapReductionsPass()): generics with reduction loops to
+//    block-per-output kernels with a shared-memory tree;
+//  - `kina-gpu-map-elementwise` (GpuMapElementwise.cpp,
+//    createGpuMapElementwisePass()): all-parallel generics and memref.copy
+//    to grid-stride kernels; fails when a linalg op or copy remains on the
+//    host.
+#define GEN_PASS_DECL
+#include "kina/CudaPasses.h.inc"
 
-/// `kina-gpu-map-reductions` (GpuMapReductions.cpp): generics with
-/// reduction loops to block-per-output kernels with a shared-memory tree.
-std::unique_ptr<mlir::Pass> createGpuMapReductionsPass();
-
-/// `kina-gpu-map-elementwise` (GpuMapElementwise.cpp): all-parallel generics
-/// and memref.copy to grid-stride kernels; fails when a linalg op or copy
-/// remains on the host.
-std::unique_ptr<mlir::Pass> createGpuMapElementwisePass();
+/// Registers the three mappers with MLIR's pass registry
+/// (registerKinaCudaPasses(), generated), so that mlir-opt-style tools
+/// (kina-opt) run each alone; the cuda target's registerPasses() calls it.
+#define GEN_PASS_REGISTRATION
+#include "kina/CudaPasses.h.inc"
 
 /// The PTX feature string for `gpuArch` (LLVM's default, PTX 6.0, cannot
 /// target sm_90 and aborts the process).

@@ -144,6 +144,7 @@ public:
     NVVM::registerNVVMTargetInterfaceExternalModels(registry);
     registerAllGPUToLLVMIRTranslations(registry);
   }
+  void registerPasses() const override { cuda::registerKinaCudaPasses(); }
   llvm::Error checkAvailable(const TargetOptions &options) const override {
     if (llvm::Error err = cuda::checkGpuArch(options.gpuArch))
       return err;

@@ -51,6 +51,10 @@
 using namespace mlir;
 
 namespace kina::cuda {
+
+#define GEN_PASS_DEF_GPUMAPELEMENTWISEPASS
+#include "kina/CudaPasses.h.inc"
+
 namespace {
 
 constexpr int64_t kBlockSize = 256;
@@ -152,19 +156,8 @@ void sinkGlobals(gpu::LaunchOp launch) {
 }
 
 class GpuMapElementwisePass
-    : public PassWrapper<GpuMapElementwisePass, OperationPass<ModuleOp>> {
+    : public impl::GpuMapElementwisePassBase<GpuMapElementwisePass> {
 public:
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(GpuMapElementwisePass)
-  StringRef getArgument() const override { return "kina-gpu-map-elementwise"; }
-  StringRef getDescription() const override {
-    return "Map parallel linalg.generic ops and memref.copy to grid-stride "
-           "GPU kernels";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<affine::AffineDialect, arith::ArithDialect, gpu::GPUDialect,
-                    memref::MemRefDialect, scf::SCFDialect>();
-  }
-
   void runOnOperation() override {
     SmallVector<Operation *> work;
     getOperation().walk([&](Operation *op) {
@@ -186,26 +179,26 @@ public:
     }
     // Constants the kernels read become the kernels' own globals.
     getOperation().walk([](gpu::LaunchOp launch) { sinkGlobals(launch); });
-    // Nothing of the computation may stay on the host.
-    WalkResult left = getOperation().walk([&](Operation *op) {
-      if (op->getParentOfType<gpu::LaunchOp>() ||
-          op->getParentOfType<gpu::GPUModuleOp>())
-        return WalkResult::advance();
-      if (isa<linalg::LinalgOp, memref::CopyOp>(op)) {
-        op->emitError("cuda target: no GPU kernel mapping for this op");
-        return WalkResult::interrupt();
-      }
-      return WalkResult::advance();
-    });
+    // Nothing of the computation may stay on the host: no op of the linalg
+    // dialect (structured ops, and the others such as linalg.softmax that
+    // linalg-generalize-named-ops leaves) and no copy. Pre-order, so the
+    // outermost op is reported, not its linalg.yield.
+    WalkResult left =
+        getOperation()->walk<WalkOrder::PreOrder>([&](Operation *op) {
+          if (isa<gpu::LaunchOp, gpu::GPUModuleOp>(op))
+            return WalkResult::skip();
+          if (isa<memref::CopyOp>(op) ||
+              isa_and_present<linalg::LinalgDialect>(op->getDialect())) {
+            op->emitError("cuda target: no GPU kernel mapping for this op");
+            return WalkResult::interrupt();
+          }
+          return WalkResult::advance();
+        });
     if (left.wasInterrupted())
       signalPassFailure();
   }
 };
 
 } // namespace
-
-std::unique_ptr<Pass> createGpuMapElementwisePass() {
-  return std::make_unique<GpuMapElementwisePass>();
-}
 
 } // namespace kina::cuda

@@ -42,6 +42,10 @@
 using namespace mlir;
 
 namespace kina::cuda {
+
+#define GEN_PASS_DEF_GPUMAPMATMULPASS
+#include "kina/CudaPasses.h.inc"
+
 namespace {
 
 constexpr int64_t kTile = 16;
@@ -236,20 +240,8 @@ void mapContraction(linalg::GenericOp op, const ContractionLoops &loops) {
   op.erase();
 }
 
-class GpuMapMatmulPass
-    : public PassWrapper<GpuMapMatmulPass, OperationPass<ModuleOp>> {
+class GpuMapMatmulPass : public impl::GpuMapMatmulPassBase<GpuMapMatmulPass> {
 public:
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(GpuMapMatmulPass)
-  StringRef getArgument() const override { return "kina-gpu-map-matmul"; }
-  StringRef getDescription() const override {
-    return "Map contraction linalg.generic ops (matmul) to shared-memory "
-           "tiled GPU kernels";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<affine::AffineDialect, arith::ArithDialect, gpu::GPUDialect,
-                    memref::MemRefDialect, scf::SCFDialect>();
-  }
-
   void runOnOperation() override {
     SmallVector<std::pair<linalg::GenericOp, ContractionLoops>> work;
     getOperation().walk([&](linalg::GenericOp op) {
@@ -264,9 +256,5 @@ public:
 };
 
 } // namespace
-
-std::unique_ptr<Pass> createGpuMapMatmulPass() {
-  return std::make_unique<GpuMapMatmulPass>();
-}
 
 } // namespace kina::cuda

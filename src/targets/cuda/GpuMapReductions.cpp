@@ -53,6 +53,10 @@
 using namespace mlir;
 
 namespace kina::cuda {
+
+#define GEN_PASS_DEF_GPUMAPREDUCTIONSPASS
+#include "kina/CudaPasses.h.inc"
+
 namespace {
 
 constexpr int64_t kBlockSize = 256;
@@ -363,19 +367,8 @@ void emitSequential(linalg::GenericOp op) {
 }
 
 class GpuMapReductionsPass
-    : public PassWrapper<GpuMapReductionsPass, OperationPass<ModuleOp>> {
+    : public impl::GpuMapReductionsPassBase<GpuMapReductionsPass> {
 public:
-  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(GpuMapReductionsPass)
-  StringRef getArgument() const override { return "kina-gpu-map-reductions"; }
-  StringRef getDescription() const override {
-    return "Map reduction linalg.generic ops to block-per-output GPU kernels "
-           "with a shared-memory tree reduction";
-  }
-  void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<affine::AffineDialect, arith::ArithDialect, gpu::GPUDialect,
-                    memref::MemRefDialect, scf::SCFDialect>();
-  }
-
   void runOnOperation() override {
     SmallVector<linalg::GenericOp> work;
     getOperation().walk([&](linalg::GenericOp op) {
@@ -407,9 +400,5 @@ public:
 };
 
 } // namespace
-
-std::unique_ptr<Pass> createGpuMapReductionsPass() {
-  return std::make_unique<GpuMapReductionsPass>();
-}
 
 } // namespace kina::cuda
