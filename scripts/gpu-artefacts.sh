@@ -2,7 +2,7 @@
 # Builds, on the development machine, everything scripts/gpu-check.sh runs on
 # a GPU machine (which has Python 3 and NumPy but no LLVM, MLIR or CMake):
 #
-#   scripts/gpu-artefacts.sh BUILD_DIR OUT_DIR
+#   scripts/gpu-artefacts.sh [--difftest-seeds A:B] BUILD_DIR OUT_DIR
 #
 # BUILD_DIR is a configured build of this tree (scripts/build.sh); the
 # script builds the targets it needs there. OUT_DIR receives (x86-64 Linux
@@ -24,6 +24,14 @@
 #                                         --export-cases)
 #   gpu/digits/                           the digits sample compiled for cuda
 #                                         (digits, data/)
+#   gpu/difftest/                         the random programs of the
+#                                         differential tests for seeds A:B
+#                                         (--difftest-seeds, default 0:256)
+#                                         compiled for cuda, with their
+#                                         inputs and expected results
+#                                         (difftest.py --build-only; about
+#                                         20 KiB a program); gpu/tools/ gets
+#                                         difftest.py and its modules
 # The runtime artefacts come first; then, if this kinac does not compile
 # --target=cuda, the script stops with "gpu-artefacts: error: ..." and exit
 # status 3 (gpu-check.sh then reports the GPU suites as missing). Exit 0 when
@@ -32,8 +40,16 @@
 # the build; the count is printed).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-if (($# != 2)); then
-  echo "usage: scripts/gpu-artefacts.sh BUILD_DIR OUT_DIR" >&2
+difftest_seeds="${KINA_DIFFTEST_GPU_SEEDS:-0:256}"
+if [[ "${1:-}" == --difftest-seeds ]]; then
+  difftest_seeds="${2:?--difftest-seeds needs A:B}"
+  shift 2
+elif [[ "${1:-}" == --difftest-seeds=* ]]; then
+  difftest_seeds="${1#--difftest-seeds=}"
+  shift
+fi
+if (($# != 2)) || [[ ! "$difftest_seeds" =~ ^[0-9]+:[0-9]+$ ]]; then
+  echo "usage: scripts/gpu-artefacts.sh [--difftest-seeds A:B] BUILD_DIR OUT_DIR" >&2
   exit 1
 fi
 build="$(cd "$1" && pwd)"
@@ -64,6 +80,8 @@ cp "$build/tests/runtime/linking/cpu_app" "$out/tests/runtime/linking/"
 cp "$build/tests/runtime/mlir_gpu/axpy_cuda.so" "$out/gpu/"
 cp "$root/tests/conformance/run_conformance.py" \
   "$root/tests/conformance/kina_values.py" \
+  "$root/tests/difftest/difftest.py" "$root/tests/difftest/kgen.py" \
+  "$root/tests/difftest/kref.py" "$root/tests/difftest/known.py" \
   "$root/tests/runtime/mlir_gpu/check_kina_run_cuda.py" "$out/gpu/tools/"
 say "runtime artefacts: $(du -sh "$out" | cut -f1)"
 
@@ -94,6 +112,13 @@ say "compiling the end-to-end cases for --target=cuda"
 if ! "$py" "$root/tests/conformance/run_conformance.py" --kinac "$kinac" \
   --target=cuda --build-only "$out/gpu/e2e" --cases "$probe/e2e-cases" \
   --workdir "$probe/e2e" -j "$jobs"; then
+  problems=$((problems + 1))
+fi
+
+say "compiling the differential tests' programs (seeds $difftest_seeds) for --target=cuda"
+if ! "$py" "$root/tests/difftest/difftest.py" --kinac "$kinac" \
+  --target=cuda --seeds "$difftest_seeds" --batch 32 -j "$jobs" \
+  --build-only "$out/gpu/difftest" --workdir "$probe/difftest"; then
   problems=$((problems + 1))
 fi
 

@@ -4,7 +4,8 @@
 # (no LLVM, MLIR, CMake or ctest needed on the GPU machine; Python 3 with
 # NumPy for the Python steps):
 #
-#   scripts/gpu-check.sh [DIR]     (default: build/ beside scripts/)
+#   scripts/gpu-check.sh [--difftest-seeds A:B] [--difftest-only] [DIR]
+#                                  (default DIR: build/ beside scripts/)
 #
 # DIR is a build directory, or (better) what `scripts/gpu-artefacts.sh
 # BUILD_DIR DIR` wrote: the same bin/ and tests/ layout plus gpu/ with the
@@ -30,7 +31,15 @@
 #      cuda (gpu/e2e, gpu/conformance) and run with kina-run on the GPU,
 #      compared with the CPU's tolerances (run_conformance.py --prebuilt);
 #      prints the pass/fail counts.
-# Steps 4-8 need the artefacts of scripts/gpu-artefacts.sh: missing ones are
+#   9. The differential tests' random programs compiled for cuda
+#      (gpu/difftest, difftest.py --prebuilt): each run with kina-run and
+#      compared with its NumPy reference; a failure is printed with its
+#      seed, program, inputs, expected and got results, and the command that
+#      reproduces and reduces it on the development machine.
+#      --difftest-seeds A:B runs only those of the built seeds;
+#      --difftest-only runs this step alone (DIR then needs only bin/kina-run
+#      and gpu/).
+# Steps 4-9 need the artefacts of scripts/gpu-artefacts.sh: missing ones are
 # FAIL (they are the point of this script on a GPU machine). Then prints a
 # summary. Exit status: 0 when every step passed (or the machine has no GPU:
 # then everything is skipped with a message and the status is 0), 1 when any
@@ -39,6 +48,16 @@
 # cpu_app, or use scripts/gpu-artefacts.sh).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+difftest_seeds=""
+difftest_only=0
+while [[ "${1:-}" == --* ]]; do
+  case "$1" in
+    --difftest-seeds) difftest_seeds="${2:?--difftest-seeds needs A:B}"; shift 2 ;;
+    --difftest-seeds=*) difftest_seeds="${1#--difftest-seeds=}"; shift ;;
+    --difftest-only) difftest_only=1; shift ;;
+    *) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
+  esac
+done
 build="$(cd "${1:-$root/build}" 2>/dev/null && pwd)" || {
   echo "gpu-check: no build directory ${1:-$root/build}" >&2
   exit 2
@@ -49,7 +68,7 @@ entry_stress="$build/bin/entry_stress"
 cpu_app="$build/tests/runtime/linking/cpu_app"
 missing=()
 for f in "$runtime_tests" "$entry_stress" "$cpu_app"; do
-  [[ -x "$f" ]] || missing+=("$f")
+  ((difftest_only)) || [[ -x "$f" ]] || missing+=("$f")
 done
 if ((${#missing[@]})); then
   echo "gpu-check: missing in $build: ${missing[*]}" >&2
@@ -114,6 +133,48 @@ run_step() { # run_step NAME LOG COMMAND...; returns the command's status
   tail -n 25 "$log"
   return $status
 }
+
+gpu="$build/gpu"
+kina_run="$build/bin/kina-run"
+have_python=0
+python3 -c 'import numpy' >/dev/null 2>&1 && have_python=1
+
+difftest_step() { # 9. the differential tests' programs on the GPU
+  local name="differential tests on the GPU" log="$log_dir/difftest.log"
+  if [[ ! -f "$gpu/difftest/index.json" || ! -x "$kina_run" ]]; then
+    record "$name" FAIL "missing $gpu/difftest/index.json or $kina_run (scripts/gpu-artefacts.sh with a kinac that has --target=cuda)"
+  elif ((!have_python)); then
+    record "$name" FAIL "no python3 with numpy here"
+  elif run_step "$name" "$log" python3 "$gpu/tools/difftest.py" \
+    --prebuilt "$gpu/difftest" --kina-run "$kina_run" \
+    --workdir "$log_dir/work-difftest" -j "$(nproc)" \
+    ${difftest_seeds:+--seeds "$difftest_seeds"}; then
+    record "$name" PASS "$(tail -1 "$log")"
+  else
+    record "$name" FAIL "$(tail -1 "$log"); first failures: $(grep -m3 '^FAIL' "$log" | cut -c1-160 | tr '\n' ' ') (whole report: $log, with KINA_GPU_CHECK_LOGS)"
+  fi
+}
+
+summary() { # prints the summary; exits 1 if any step failed, else 0
+  echo
+  echo "gpu-check summary ($gpus GPU(s), driver $driver):"
+  local failed=0 i
+  for i in "${!names[@]}"; do
+    printf '  %-40s %s\n' "${names[$i]}" "${results[$i]}"
+    [[ "${results[$i]}" == FAIL* ]] && failed=$((failed + 1))
+  done
+  if ((failed)); then
+    echo "gpu-check: $failed step(s) FAILED"
+    exit 1
+  fi
+  echo "gpu-check: all steps passed"
+  exit 0
+}
+
+if ((difftest_only)); then
+  difftest_step
+  summary
+fi
 
 # 1. The GPU suites of runtime_tests: none may skip here. The two long tests
 # run once each, as steps of their own.
@@ -183,10 +244,8 @@ else
   record "cpu_app runs (CPU result, GPU allocation)" FAIL "$(tr '\n' ' ' <"$log")"
 fi
 
-# 4.-8. The artefacts of scripts/gpu-artefacts.sh.
-gpu="$build/gpu"
+# 4.-9. The artefacts of scripts/gpu-artefacts.sh.
 mlir_gpu_test="$build/bin/mlir_gpu_test"
-kina_run="$build/bin/kina-run"
 log="$log_dir/mlir_gpu.log"
 if [[ ! -x "$mlir_gpu_test" ]]; then
   record "mlir_gpu_test (MLIR-lowered kernels)" FAIL "missing $mlir_gpu_test"
@@ -197,8 +256,6 @@ else
   record "mlir_gpu_test (MLIR-lowered kernels)" FAIL "$(tail -3 "$log" | tr '\n' ' ')"
 fi
 
-have_python=0
-python3 -c 'import numpy' >/dev/null 2>&1 && have_python=1
 log="$log_dir/kina_run_cuda.log"
 if [[ ! -f "$gpu/axpy_cuda.so" || ! -x "$kina_run" ]]; then
   record "kina-run on a cuda library" FAIL "missing $gpu/axpy_cuda.so or $kina_run (run scripts/gpu-artefacts.sh)"
@@ -239,17 +296,7 @@ suite_step() { # suite_step NAME DIR: run_conformance.py --prebuilt DIR
 suite_step "end-to-end cases on the GPU" "$gpu/e2e"
 suite_step "conformance suite on the GPU" "$gpu/conformance"
 
+difftest_step
+
 # --- Summary ----------------------------------------------------------------
-echo
-echo "gpu-check summary ($gpus GPU(s), driver $driver):"
-failed=0
-for i in "${!names[@]}"; do
-  printf '  %-40s %s\n' "${names[$i]}" "${results[$i]}"
-  [[ "${results[$i]}" == FAIL* ]] && failed=$((failed + 1))
-done
-if ((failed)); then
-  echo "gpu-check: $failed step(s) FAILED"
-  exit 1
-fi
-echo "gpu-check: all steps passed"
-exit 0
+summary

@@ -22,6 +22,8 @@ namespace kina {
 enum class EmitStage {
   Kir,
   Mlir,
+  MlirGpu, // cuda: the kernels outlined into gpu.modules
+  Ptx,     // cuda: the kernels' PTX
   MlirLLVM,
   LLVM,
   Asm,

@@ -94,8 +94,9 @@ struct VersionStamp {
 };
 
 /// kina-entry-points with the options abi-version and compiler taken from
-/// `stamp`.
-std::unique_ptr<mlir::Pass> createEntryPointsPass(const VersionStamp &stamp);
+/// `stamp`, and gpu (the cuda target's GPU call frame, Passes.td).
+std::unique_ptr<mlir::Pass> createEntryPointsPass(const VersionStamp &stamp,
+                                                  bool gpu = false);
 
 /// kina-lower-to-llvm with allocations calling the runtime function named
 /// `allocFunction` (kHostAllocFunction, kGpuAllocFunction).

@@ -91,6 +91,12 @@ def EntryPointsPass : Pass<"kina-entry-points", "mlir::ModuleOp"> {
            "The Kina ABI version the entries check against the runtime's">,
     Option<"compiler", "compiler", "std::string", "\"kinac\"",
            "The compiler named in the object's version stamp">,
+    Option<"gpu", "gpu", "bool", "false",
+           "cuda: after the descriptor checks call kina_rt_gpu_enter, "
+           "kina_rt_gpu_check_argument per argument (allocated pointer, null "
+           "without elements; kina_rt_gpu_exit on failure), the function, "
+           "then kina_rt_gpu_exit; their non-zero status is returned "
+           "(results freed after a failed exit)">,
   ];
   let dependentDialects = ["mlir::cf::ControlFlowDialect",
                            "mlir::LLVM::LLVMDialect",

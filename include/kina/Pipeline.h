@@ -22,14 +22,22 @@ class PassManager;
 
 namespace kina {
 
+/// Runs one named stage of a pipeline and returns its result (the driver
+/// records its wall-clock time for --time-stages).
+using StageRunner = std::function<mlir::LogicalResult(
+    llvm::StringRef, llvm::function_ref<mlir::LogicalResult()>)>;
+
 /// Lowers `module` (MLIRGen's output) in place to the LLVM dialect with
-/// `target`'s pipeline, verifying the IR after each pass. `instrument`, if
-/// set, is called with the pass manager before it runs (the driver adds its
-/// internal-error reports, InternalError.h). Errors are emitted through the
-/// context's diagnostic handler.
+/// `target`'s pipeline, verifying the IR after each pass, one pass manager
+/// per stage of the target (Target::stageNames; up to `options.stopAfter`).
+/// `instrument`, if set, is called with each pass manager before it runs
+/// (the driver adds its internal-error reports, InternalError.h);
+/// `runStage`, if set, runs each stage (the driver times it). Errors are
+/// emitted through the context's diagnostic handler.
 mlir::LogicalResult lowerToLLVMDialect(
     mlir::ModuleOp module, const Target &target, const TargetOptions &options,
-    const std::function<void(mlir::PassManager &)> &instrument = nullptr);
+    const std::function<void(mlir::PassManager &)> &instrument = nullptr,
+    const StageRunner &runStage = nullptr);
 
 } // namespace kina
 

@@ -19,6 +19,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -50,6 +51,10 @@ struct TargetOptions {
   std::string cudaPath;
   /// cuda: `--allow-tf32`, TF32 tensor-core math for f32 matmuls.
   bool allowTf32 = false;
+  /// Where a target's pipeline may stop early for an `--emit` stage of its
+  /// own (cuda: `mlir-gpu`, the outlined kernels; `ptx`, the kernels
+  /// compiled to PTX, kept in `gpu.binary` ops); empty: the whole pipeline.
+  std::string stopAfter;
 };
 
 /// A code-generation target: one folder src/targets/<name>/ that registers
@@ -70,6 +75,21 @@ public:
   /// pipeline `kina-<name>-pipeline` for kina-opt.
   virtual void buildPipeline(mlir::OpPassManager &pm,
                              const TargetOptions &options) const = 0;
+  /// The pipeline cut into named stages that kinac runs (and times, for
+  /// --time-stages) one after the other; together they are buildPipeline's
+  /// passes. Default: one stage, "pipeline". `options.stopAfter` may end
+  /// the list early.
+  virtual llvm::SmallVector<std::string>
+  stageNames(const TargetOptions &options) const {
+    (void)options;
+    return {"pipeline"};
+  }
+  /// Appends the passes of the stage `stage` (one of stageNames()) to `pm`.
+  virtual void buildStage(mlir::OpPassManager &pm, const TargetOptions &options,
+                          llvm::StringRef stage) const {
+    (void)stage;
+    buildPipeline(pm, options);
+  }
   /// Name of the runtime allocation function the target's allocations call
   /// (kHostAllocFunction / kGpuAllocFunction).
   virtual llvm::StringRef allocFunction() const = 0;

@@ -19,6 +19,7 @@
 #include "kina/Pipeline.h"
 #include "kina/Target.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -139,6 +140,11 @@ std::optional<std::string> Compilation::generate(const std::string &input,
   };
   if (stage == EmitStage::Mlir)
     return print(*mlirModule, opts.printDebugInfo);
+  if ((stage == EmitStage::MlirGpu || stage == EmitStage::Ptx) &&
+      opts.target != "cuda") {
+    driverError("--emit=" + opts.emit + " needs --target=cuda");
+    return std::nullopt;
+  }
 
   // --target was checked against the registry when the options were read.
   const Target *target = lookupTarget(opts.target);
@@ -148,14 +154,26 @@ std::optional<std::string> Compilation::generate(const std::string &input,
   pipeline.stamp.abiVersion = opts.abiVersion;
   pipeline.stamp.compiler = "kinac " KINA_VERSION;
   pipeline.mcpu = opts.mcpu;
+  pipeline.gpuArch = opts.gpuArch;
+  pipeline.cudaPath = opts.cudaPath;
+  pipeline.allowTf32 = opts.allowTf32;
+  if (stage == EmitStage::MlirGpu)
+    pipeline.stopAfter = "mlir-gpu";
+  else if (stage == EmitStage::Ptx)
+    pipeline.stopAfter = "ptx";
   // Every failure from here on is kinac's bug: reported as an internal
   // error naming the pass, its diagnostics inside the report.
   {
     PipelineWatch watch(ctx, opts.forced);
     auto instrument = [&](mlir::PassManager &pm) { watch.instrument(pm); };
-    if (mlir::failed(timer.time("pipeline", [&] {
-          return lowerToLLVMDialect(*mlirModule, *target, pipeline, instrument);
-        }))) {
+    // Each stage of the target's pipeline is timed (--time-stages): cpu has
+    // one, cuda gpu-map, gpu-nvvm, gpu-ptxas and host-llvm.
+    auto timeStage = [&](StringRef name,
+                         function_ref<mlir::LogicalResult()> run) {
+      return timer.time(name, run);
+    };
+    if (mlir::failed(lowerToLLVMDialect(*mlirModule, *target, pipeline,
+                                        instrument, timeStage))) {
       watch.report();
       return std::nullopt;
     }
@@ -166,6 +184,18 @@ std::optional<std::string> Compilation::generate(const std::string &input,
                   "' ran in the pipeline");
       return std::nullopt;
     }
+  }
+  if (stage == EmitStage::Ptx) {
+    // Each kernel module's PTX, as gpu-module-to-binary left it (format
+    // isa).
+    std::string ptx;
+    mlirModule->walk([&](mlir::gpu::BinaryOp binary) {
+      for (mlir::Attribute attr : binary.getObjects())
+        if (auto object = dyn_cast<mlir::gpu::ObjectAttr>(attr))
+          ptx += "// kernel module " + binary.getSymName().str() + "\n" +
+                 object.getObject().getValue().str();
+    });
+    return ptx;
   }
   std::string llvmDialect = timer.time(
       "print-mlir", [&] { return print(*mlirModule, opts.printDebugInfo); });

@@ -57,6 +57,11 @@ struct DriverOptions {
   /// Whether -O was given (it then also overrides an -O in $CFLAGS).
   bool optExplicit = false;
   std::string target = "cpu";
+  /// cuda: --gpu-arch (the SM), --cuda-path (else CUDA_PATH, else
+  /// /usr/local/cuda), --allow-tf32 (docs/cuda.md).
+  std::string gpuArch = "sm_90";
+  std::string cudaPath;
+  bool allowTf32 = false;
   /// --mcpu: the processor llc generates code for (llc's -mcpu); empty for
   /// llc's default, the generic processor of the host's architecture.
   std::string mcpu;

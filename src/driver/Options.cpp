@@ -195,11 +195,13 @@ void addOptions(CLI::App &app, DriverOptions &opts) {
                  "<stem>.o, header <stem>.h, manifest <stem>.json, shared "
                  "<stem>.so, text stages standard output, link a.out");
   app.add_option("--emit", opts.emit,
-                 "What to produce: kir|mlir|mlir-llvm|llvm|asm|obj|header|"
-                 "manifest (JSON signatures)|shared (a dlopen-able library "
-                 "with the runtime; also -shared)")
-      ->check(CLI::IsMember({"kir", "mlir", "mlir-llvm", "llvm", "asm", "obj",
-                             "header", "manifest", "shared"}));
+                 "What to produce: kir|mlir|mlir-gpu (cuda: outlined "
+                 "kernels)|ptx (cuda: the kernels' PTX)|mlir-llvm|llvm|asm|"
+                 "obj|header|manifest (JSON signatures)|shared (a "
+                 "dlopen-able library with the runtime; also -shared)")
+      ->check(
+          CLI::IsMember({"kir", "mlir", "mlir-gpu", "ptx", "mlir-llvm", "llvm",
+                         "asm", "obj", "header", "manifest", "shared"}));
   app.add_option("-O", opts.optLevel, "Optimisation level 0..3 (default 2)")
       ->check(CLI::Range(0, 3));
   std::vector<std::string> targetNames;
@@ -208,6 +210,15 @@ void addOptions(CLI::App &app, DriverOptions &opts) {
   app.add_option("--target", opts.target,
                  "Code generation target: " + knownTargetNames())
       ->check(CLI::IsMember(targetNames));
+  app.add_option("--gpu-arch", opts.gpuArch,
+                 "cuda: the SM to compile kernels for, sm_XX or sm_XXa as "
+                 "LLVM's NVPTX back end names it (default sm_90)");
+  app.add_option("--cuda-path", opts.cudaPath,
+                 "cuda: the CUDA Toolkit root holding bin/ptxas (default: "
+                 "$CUDA_PATH, else /usr/local/cuda)");
+  app.add_flag("--allow-tf32", opts.allowTf32,
+               "cuda: allow TF32 in f32 matmuls (no effect yet: the "
+               "generated matmul kernel computes in f32)");
   app.add_option("--mcpu", opts.mcpu,
                  "Processor to generate code for, as llc names it (e.g. "
                  "x86-64-v3, znver3, skylake-avx512), or 'native' for this "
@@ -286,6 +297,8 @@ Error finishOptions(const CLI::App &app, DriverOptions &opts) {
     return err;
   TargetOptions targetOptions;
   targetOptions.mcpu = opts.mcpu;
+  targetOptions.gpuArch = opts.gpuArch;
+  targetOptions.cudaPath = opts.cudaPath;
   return lookupTarget(opts.target)->checkAvailable(targetOptions);
 }
 
@@ -334,6 +347,8 @@ std::optional<EmitStage> parseStage(StringRef s) {
   return StringSwitch<std::optional<EmitStage>>(s)
       .Case("kir", EmitStage::Kir)
       .Case("mlir", EmitStage::Mlir)
+      .Case("mlir-gpu", EmitStage::MlirGpu)
+      .Case("ptx", EmitStage::Ptx)
       .Case("mlir-llvm", EmitStage::MlirLLVM)
       .Case("llvm", EmitStage::LLVM)
       .Case("asm", EmitStage::Asm)

@@ -459,8 +459,12 @@ static Value intToBF16(OpBuilder &b, Location loc, Value x) {
   // Bit length of |x|, read from the exponent of |x| as an f32: it may be
   // one too large where the conversion rounds up to a power of two, which
   // only rounds to odd at 23 bits instead of 24 (still >= 8 + 2 bits).
-  // (math.ctlz would be exact, but convert-math-to-libm rejects it.)
-  Value asFloat = arith::UIToFPOp::create(b, loc, b.getF32Type(), mag);
+  // (math.ctlz would be exact, but convert-math-to-libm rejects it.) The
+  // conversion reads |x| | 1, of the same bit length: converting |x| itself
+  // let the CUDA target's code (LLVM's abs, then ptxas) convert INT_MIN's
+  // magnitude as a signed number, -2^31, and the cast gave -0.0 on an H200.
+  Value asFloat = arith::UIToFPOp::create(
+      b, loc, b.getF32Type(), arith::OrIOp::create(b, loc, mag, one));
   Value exponent = arith::ShRUIOp::create(
       b, loc, arith::BitcastOp::create(b, loc, b.getI32Type(), asFloat),
       constInt(b, loc, b.getI32Type(), 23));

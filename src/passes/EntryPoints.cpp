@@ -292,6 +292,14 @@ LogicalResult EntryPointsPass::buildEntry(func::FuncOp callee,
     b.setInsertionPointToEnd(cont);
   }
 
+  auto returnUnlessZero = [&](Value status) {
+    e.check(e.cmp(arith::CmpIPredicate::eq, status, e.i32Const(0)),
+            [&] { return status; });
+  };
+  // cuda: each argument's allocated pointer (null without elements), checked
+  // once the GPU call frame is entered, after the descriptor checks.
+  SmallVector<Value> gpuArgPointers;
+
   // Arguments: load and validate against the Kina signature.
   struct Binding {
     Value size;
@@ -391,6 +399,11 @@ LogicalResult EntryPointsPass::buildEntry(func::FuncOp callee,
         b, loc, notNull(aligned),
         e.cmp(arith::CmpIPredicate::eq, elements, e.i64Const(0)));
     e.require(hasData, argName + " has a null data pointer");
+    if (gpu)
+      gpuArgPointers.push_back(LLVM::SelectOp::create(
+          b, loc, e.cmp(arith::CmpIPredicate::eq, elements, e.i64Const(0)),
+          nullPtr,
+          LLVM::ExtractValueOp::create(b, loc, desc, ArrayRef<int64_t>{0})));
 
     // Fold the offset into the aligned pointer: the compiled function
     // assumes the identity layout with offset 0.
@@ -407,7 +420,39 @@ LogicalResult EntryPointsPass::buildEntry(func::FuncOp callee,
         UnrealizedConversionCastOp::create(b, loc, type, desc).getResult(0));
   }
 
+  // cuda: the runtime loads the driver, selects the device and makes its
+  // context current on this thread (3 without a device; then no exit); the
+  // GPU must be able to read every argument (1 for host memory: the frame
+  // is left with kina_rt_gpu_exit, whose status does not matter then).
+  func::FuncOp gpuExit;
+  if (gpu) {
+    auto enter =
+        e.declare("kina_rt_gpu_enter", b.getFunctionType({}, {e.i32()}));
+    gpuExit = e.declare("kina_rt_gpu_exit", b.getFunctionType({}, {e.i32()}));
+    returnUnlessZero(
+        func::CallOp::create(b, loc, enter, ValueRange{}).getResult(0));
+    auto checkArg =
+        e.declare("kina_rt_gpu_check_argument",
+                  b.getFunctionType({e.ptr(), e.ptr(), e.ptr()}, {e.i32()}));
+    for (size_t i = 0; i < numArgs; ++i) {
+      Value status = func::CallOp::create(
+                         b, loc, checkArg,
+                         ValueRange{gpuArgPointers[i], e.message(entryName),
+                                    e.message(sig.paramNames[i])})
+                         .getResult(0);
+      e.check(e.cmp(arith::CmpIPredicate::eq, status, e.i32Const(0)), [&] {
+        func::CallOp::create(b, loc, gpuExit, ValueRange{});
+        return status;
+      });
+    }
+  }
+
   auto call = func::CallOp::create(b, loc, callee, callArgs);
+  // cuda: wait for the kernels; a failed launch or kernel is a status.
+  Value gpuStatus;
+  if (gpu)
+    gpuStatus =
+        func::CallOp::create(b, loc, gpuExit, ValueRange{}).getResult(0);
 
   // A null result means `@f` failed and the runtime recorded why.
   Value failed;
@@ -440,6 +485,19 @@ LogicalResult EntryPointsPass::buildEntry(func::FuncOp callee,
           .getResult();
     });
   }
+  if (gpu) {
+    // The results are complete only when the GPU succeeded: otherwise they
+    // are freed and the runtime's status (2 or 3) returned.
+    e.check(e.cmp(arith::CmpIPredicate::eq, gpuStatus, e.i32Const(0)), [&] {
+      auto freeFn =
+          e.declare("runtime_free", b.getFunctionType({e.ptr()}, {e.i32()}));
+      for (Value desc : resultDescs)
+        func::CallOp::create(b, loc, freeFn,
+                             ValueRange{LLVM::ExtractValueOp::create(
+                                 b, loc, desc, ArrayRef<int64_t>{0})});
+      return gpuStatus;
+    });
+  }
   for (size_t i = 0; i < numResults; ++i)
     LLVM::StoreOp::create(b, loc, resultDescs[i], body->getArgument(i));
   func::ReturnOp::create(b, loc, e.i32Const(0));
@@ -448,10 +506,12 @@ LogicalResult EntryPointsPass::buildEntry(func::FuncOp callee,
 
 } // namespace
 
-std::unique_ptr<Pass> createEntryPointsPass(const VersionStamp &stamp) {
+std::unique_ptr<Pass> createEntryPointsPass(const VersionStamp &stamp,
+                                            bool gpu) {
   EntryPointsPassOptions options;
   options.abiVersion = stamp.abiVersion;
   options.compiler = stamp.compiler;
+  options.gpu = gpu;
   return createEntryPointsPass(std::move(options));
 }
 

@@ -1,9 +1,12 @@
 //===- LowerToLLVM.cpp - One conversion to the LLVM dialect ---------------===//
 //
 // The last step before `mlir-translate`: arith, math, cf, func, memref,
-// vector, index and ub become LLVM dialect in one full conversion (as MLIR's Toy tutorial,
-// chapter 6, does), with two patterns of our own that outrank upstream's
-// `memref.alloc`/`memref.dealloc` lowerings (spec, "ABI", Allocation):
+// vector, index and ub become LLVM dialect in one full conversion (as MLIR's
+// Toy tutorial, chapter 6, does), with two patterns of our own that outrank
+// upstream's `memref.alloc`/`memref.dealloc` lowerings (spec, "ABI",
+// Allocation), and, on the cuda target, upstream's `gpu.launch_func`
+// legalization (operands to LLVM types; mlir-translate then emits the mgpu*
+// runtime calls from it and the embedded `gpu.binary`, which stays):
 //
 //   memref.alloc(%d0, ...) : memref<?x...xT>
 //     -> ranked descriptor on the stack {null, null, 0, sizes, strides}
@@ -22,6 +25,7 @@
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
 #include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
 #include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
 #include "mlir/Conversion/LLVMCommon/MemRefBuilder.h"
@@ -32,6 +36,7 @@
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Pass/Pass.h"
@@ -171,6 +176,12 @@ public:
 
     LLVMConversionTarget target(*ctx);
     target.addLegalOp<ModuleOp>();
+    // cuda: kernel launches keep their op with LLVM-typed operands.
+    target.addLegalOp<gpu::BinaryOp>();
+    target.addDynamicallyLegalOp<gpu::LaunchFuncOp>([&](gpu::LaunchFuncOp op) {
+      return converter.isLegal(op->getOperandTypes());
+    });
+    populateGpuToLLVMConversionPatterns(converter, patterns);
     if (failed(applyFullConversion(module, target, std::move(patterns))))
       signalPassFailure();
   }

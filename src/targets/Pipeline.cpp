@@ -17,7 +17,8 @@ namespace kina {
 LogicalResult
 lowerToLLVMDialect(ModuleOp module, const Target &target,
                    const TargetOptions &options,
-                   const std::function<void(PassManager &)> &instrument) {
+                   const std::function<void(PassManager &)> &instrument,
+                   const StageRunner &runStage) {
   MLIRContext *ctx = module.getContext();
   DialectRegistry registry;
   target.getDependentDialects(registry);
@@ -26,12 +27,17 @@ lowerToLLVMDialect(ModuleOp module, const Target &target,
   // Passes are added to the module-anchored pass manager directly (see
   // toolchain-facts.md: a nested "builtin.module(...)" silently matches
   // nothing).
-  PassManager pm(ctx);
-  pm.enableVerifier(true);
-  if (instrument)
-    instrument(pm);
-  target.buildPipeline(pm, options);
-  return pm.run(module);
+  for (const std::string &stage : target.stageNames(options)) {
+    PassManager pm(ctx);
+    pm.enableVerifier(true);
+    if (instrument)
+      instrument(pm);
+    target.buildStage(pm, options, stage);
+    auto run = [&] { return pm.run(module); };
+    if (failed(runStage ? runStage(stage, run) : run()))
+      return failure();
+  }
+  return success();
 }
 
 } // namespace kina

@@ -76,6 +76,10 @@ struct TargetPipelineOptions
       *this, "allow-tf32",
       llvm::cl::desc("cuda: TF32 tensor-core math for f32 matmuls"),
       llvm::cl::init(false)};
+  Option<std::string> stopAfter{
+      *this, "stop-after",
+      llvm::cl::desc("cuda: stop after 'mlir-gpu' (outlined kernels) or "
+                     "'ptx' (kernels compiled to PTX)")};
 
   TargetOptions toTargetOptions() const {
     TargetOptions options;
@@ -87,6 +91,7 @@ struct TargetPipelineOptions
     options.gpuArch = gpuArch;
     options.cudaPath = cudaPath;
     options.allowTf32 = allowTf32;
+    options.stopAfter = stopAfter;
     return options;
   }
 };
@@ -118,6 +123,7 @@ std::string knownTargetNames() {
 void registerAllTargets() {
   static bool registered = [] {
     registerCpuTarget();
+    registerCudaTarget();
     return true;
   }();
   (void)registered;

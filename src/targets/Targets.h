@@ -12,6 +12,9 @@ namespace kina {
 /// Registers the `cpu` target (src/targets/cpu/CpuTarget.cpp).
 void registerCpuTarget();
 
+/// Registers the `cuda` target (src/targets/cuda/CudaTarget.cpp).
+void registerCudaTarget();
+
 } // namespace kina
 
 #endif // KINA_TARGETS_TARGETS_H

@@ -27,7 +27,27 @@ existing output untouched (class bad_diagnostic otherwise).
 
   difftest.py [--seconds N | --seeds A:B] [--kinac P] [--kina-run P]
               [--out DIR] [--batch K] [--no-reduce]
+              [--target=cpu|cuda [--compile-only]]
   difftest.py --replay tests/difftest/regressions [...]
+  difftest.py --kinac P --target=cuda --seeds A:B --build-only OUT
+  difftest.py --kina-run P --prebuilt OUT [--seeds A:B] [-j N]
+
+--target=cuda compiles with `kinac --target=cuda`; --compile-only (a
+machine without a CUDA driver) counts a program as checked once kinac
+built it and kina-run loaded it, found its function, took its inputs and
+stopped with status 3, "CUDA driver not found". A GPU machine has no kinac,
+so the work splits in two (as run_conformance.py's): --build-only OUT (the
+development machine) generates the programs of --seeds, compiles them
+(--batch per library, -j libraries at a time) and writes the libraries
+(stripped, xz-compressed), each program's text, inputs and expectation
+(expectation(): the reference values and, per element, whether it is
+compared and the error allowed, so the comparison there is this one) and
+OUT/index.json; --prebuilt OUT (the GPU machine: Python 3 and NumPy, this
+folder's difftest.py, kgen.py, kref.py, known.py and kina_values.py) runs
+them with kina-run, prints each failure with its seed, program, inputs,
+expected and got results and the command that reproduces and reduces it on
+the development machine (the same seed generates the same program), then
+`N passed, N failed`. A program that did not build is a failure there too.
 
 Prints `N passed, N failed` (programs and mutants); exits 1 if any failed.
 --replay runs the regression cases (each a folder: case.kir, program.json,
@@ -80,11 +100,22 @@ def no_core():
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
 
-def run(cmd, timeout=TIMEOUT):
+def no_core_gpu():
+    # No address-space limit: cuInit reserves far more than 4 GiB of
+    # virtual addresses (the unified address space) and fails with
+    # CUDA_ERROR_OUT_OF_MEMORY under one (seen on the H200).
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def run(cmd, timeout=TIMEOUT, gpu=False):
+    """(exit status or "timeout", standard error) of `cmd`; `gpu`: it may
+    initialise CUDA (no address-space limit then)."""
     env = dict(os.environ, LLVM_DISABLE_SYMBOLIZATION="1")
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           timeout=timeout, preexec_fn=no_core, env=env)
+                           timeout=timeout,
+                           preexec_fn=no_core_gpu if gpu else no_core,
+                           env=env)
         return p.returncode, p.stderr.decode(errors="replace")
     except subprocess.TimeoutExpired:
         return "timeout", f"timed out after {timeout} s"
@@ -92,43 +123,69 @@ def run(cmd, timeout=TIMEOUT):
 
 # ------------------------------------------------------------- comparison
 
-def compare(got_arr, refs, dt):
-    """None if kina-run's output matches the reference modes, else why not
-    (kref.py's module comment)."""
+def expectation(refs, dt):
+    """What an output must hold, from the reference modes `refs` ({mode:
+    array of values}, kref.py's module comment): {"base": the base mode's
+    values, "stable": where the modes agree on the NaN/inf/integer value
+    (only there is an element compared), "allow": for floats, the error
+    allowed at each element (the class's tolerance relative to max(1,
+    |base|), or twice the largest deviation between the modes)}. Written
+    into the --build-only artefacts so that --prebuilt compares exactly as
+    here without kref.py's modes."""
     base = refs["base"]
+    others = [refs[m] for m in refs if m != "base"]
+    stable = np.ones(base.shape, bool)
+    if not is_float(dt):
+        for o in others:
+            stable &= (o == base)
+        return {"base": base, "stable": stable}
+
+    dev = np.zeros(base.shape)
+    kb = value_kind(base)
+    with np.errstate(all="ignore"):
+        for o in others:
+            stable &= value_kind(o) == kb
+            dev = np.maximum(dev, np.where(kb == 0, np.abs(o - base), 0))
+        allow = np.maximum(TOLERANCE[dt] * np.maximum(1, np.abs(base)),
+                           2 * dev)
+    return {"base": base, "stable": stable, "allow": allow}
+
+
+def value_kind(v):
+    """0 for a finite float, 2 for NaN, +-3 for +-inf (element-wise)."""
+    return np.where(np.isnan(v), 2, np.where(np.isinf(v), 3 * np.sign(v), 0))
+
+
+def check_output(got_arr, exp, dt):
+    """None if kina-run's output array `got_arr` (NPY storage) matches the
+    expectation `exp` (expectation()), else why not."""
+    base, stable = exp["base"], exp["stable"]
     if got_arr.dtype.str != NPY[dt] and not (
             dt == "i1" and got_arr.dtype == np.bool_):
         return f"dtype {got_arr.dtype.str}, expected {NPY[dt]}"
     if got_arr.shape != base.shape:
         return f"shape {got_arr.shape}, expected {base.shape}"
     got = from_storage(got_arr, dt)
-    others = [refs[m] for m in refs if m != "base"]
     if not is_float(dt):
-        stable = np.ones(base.shape, bool)
-        for o in others:
-            stable &= (o == base)
         bad = stable & (got != base)
     else:
-        def kind(v):
-            return np.where(np.isnan(v), 2, np.where(
-                np.isinf(v), 3 * np.sign(v), 0))
-        kb = kind(base)
-        stable = np.ones(base.shape, bool)
-        dev = np.zeros(base.shape)
+        kb = value_kind(base)
+        fin = kb == 0
         with np.errstate(all="ignore"):
-            for o in others:
-                stable &= kind(o) == kb
-                dev = np.maximum(dev, np.where(kb == 0, np.abs(o - base), 0))
-            fin = kb == 0
-            allow = np.maximum(TOLERANCE[dt] * np.maximum(1, np.abs(base)),
-                               2 * dev)
             err = np.where(fin, np.abs(got - base), 0)
-            bad = stable & ((kind(got) != kb) | (fin & (err > allow)))
+            bad = stable & ((value_kind(got) != kb) |
+                            (fin & (err > exp["allow"])))
     if bad.any():
         i = tuple(int(v) for v in np.argwhere(bad)[0])
         return (f"{int(bad.sum())} of {bad.size} elements differ, first at "
                 f"{list(i)}: got {got[i]!r}, expected {base[i]!r}")
     return None
+
+
+def compare(got_arr, refs, dt):
+    """None if kina-run's output matches the reference modes, else why not
+    (kref.py's module comment)."""
+    return check_output(got_arr, expectation(refs, dt), dt)
 
 
 # ------------------------------------------------------------ one program
@@ -173,9 +230,70 @@ def first_error(err):
     return err.strip()[:300]
 
 
+NO_DRIVER = "CUDA driver not found"
+
+
+def run_library(kina_run, lib, fname, inputs, out_dtypes, exps, work,
+                no_gpu_ok=False, gpu=False):
+    """Runs `fname` of the shared library `lib` with kina-run on `inputs`
+    ([NPY storage arrays], the parameters in order) and checks its outputs
+    (element types `out_dtypes`) against `exps` ([expectation()]). Returns
+    None when they match, "not run" when `no_gpu_ok` and kina-run stopped
+    with status 3 because this machine has no CUDA driver (a cuda library
+    checked as far as it can be without a GPU: loaded, its function found,
+    its arguments validated), else an Outcome. `gpu`: a cuda library."""
+    cmd = [kina_run, lib, fname]
+    for k, arr in enumerate(inputs):
+        p = os.path.join(work, f"{fname}.in{k}.npy")
+        np.save(p, arr, allow_pickle=False)
+        cmd += ["--in", p]
+    outs = [os.path.join(work, f"{fname}.out{k}.npy")
+            for k in range(len(out_dtypes))]
+    for o in outs:
+        if os.path.exists(o):
+            os.remove(o)
+        cmd += ["--out", o]
+    rc, err = run(cmd, 60, gpu)
+    if rc == "timeout":
+        return Outcome("timeout", err, err)
+    if rc < 0:
+        return Outcome("run_crash", f"kina-run died by signal {-rc}", err)
+    if no_gpu_ok and rc == 3 and NO_DRIVER in err:
+        return "not run"
+    if rc != 0:
+        return Outcome("run_status", f"status {rc}: {err.strip()[:300]}",
+                       err)
+    probs = []
+    got_arrays = []
+    for k, (o, dt) in enumerate(zip(outs, out_dtypes)):
+        got = np.load(o, allow_pickle=False)
+        got_arrays.append(got)
+        p = check_output(got, exps[k], dt)
+        if p:
+            probs.append(f"result {k}: {p}")
+    if probs:
+        o = Outcome("wrong_result", "; ".join(probs))
+        o.got = got_arrays
+        return o
+    return None
+
+
 class Tools:
-    def __init__(self, kinac, kina_run):
+    """kinac and kina-run, and how to use them: `target` is kinac's
+    --target (cpu or cuda); with `no_gpu_ok`, a cuda library that kina-run
+    cannot run for want of a CUDA driver counts as checked (compile-only,
+    run_library()), and `not_run` counts them."""
+
+    def __init__(self, kinac, kina_run, target="cpu", no_gpu_ok=False):
         self.kinac, self.kina_run = kinac, kina_run
+        self.target, self.no_gpu_ok = target, no_gpu_ok
+        self.not_run = 0
+
+    def kinac_cmd(self, kir, out):
+        cmd = [self.kinac, kir, "--emit=shared", "-o", out]
+        if self.target != "cpu":
+            cmd.append(f"--target={self.target}")
+        return cmd
 
     def compile(self, text, work, stem):
         kir = os.path.join(work, stem + ".kir")
@@ -184,41 +302,23 @@ class Tools:
             f.write(text)
         if os.path.exists(lib):
             os.remove(lib)
-        rc, err = run([self.kinac, kir, "--emit=shared", "-o", lib])
+        rc, err = run(self.kinac_cmd(kir, lib))
         return rc, err, lib
 
     def run_program(self, prog, lib, fname, refs, work):
         """Outcome of running main as `fname` from `lib`, or None if it
         matches the reference."""
         f = prog.main_func()
-        cmd = [self.kina_run, lib, fname]
-        for k, (pn, dt, _) in enumerate(f.params):
-            p = os.path.join(work, f"{fname}.in{k}.npy")
-            np.save(p, to_storage(prog.inputs[pn], dt), allow_pickle=False)
-            cmd += ["--in", p]
-        outs = [os.path.join(work, f"{fname}.out{k}.npy")
-                for k in range(len(f.rets))]
-        for o in outs:
-            if os.path.exists(o):
-                os.remove(o)
-            cmd += ["--out", o]
-        rc, err = run(cmd, 60)
-        if rc == "timeout":
-            return Outcome("timeout", err, err)
-        if rc < 0:
-            return Outcome("run_crash", f"kina-run died by signal {-rc}", err)
-        if rc != 0:
-            return Outcome("run_status", f"status {rc}: {err.strip()[:300]}",
-                           err)
-        probs = []
-        for k, (o, (dt, _)) in enumerate(zip(outs, f.ret_types)):
-            got = np.load(o, allow_pickle=False)
-            p = compare(got, {m: v[k] for m, v in refs.items()}, dt)
-            if p:
-                probs.append(f"result {k}: {p}")
-        if probs:
-            return Outcome("wrong_result", "; ".join(probs))
-        return None
+        inputs = [to_storage(prog.inputs[pn], dt) for pn, dt, _ in f.params]
+        dts = [dt for dt, _ in f.ret_types]
+        exps = [expectation({m: v[k] for m, v in refs.items()}, dt)
+                for k, dt in enumerate(dts)]
+        o = run_library(self.kina_run, lib, fname, inputs, dts, exps, work,
+                        self.no_gpu_ok, self.target == "cuda")
+        if o == "not run":
+            self.not_run += 1
+            return None
+        return o
 
     def check(self, prog, work, refs=None):
         """Outcome of one program compiled alone (None: it passed)."""
@@ -365,7 +465,7 @@ def check_mutant(tools, text, line, kind, work, idx):
             f.write(marker)
     elif os.path.exists(out):
         os.remove(out)
-    rc, err = run([tools.kinac, kir, "--emit=shared", "-o", out])
+    rc, err = run(tools.kinac_cmd(kir, out))
     probs = []
     if rc == "timeout" or rc != 1:
         probs.append(f"kinac exited {rc}, expected 1")
@@ -544,6 +644,259 @@ def reduce_failure(tools, prog, outcome, work, budget):
     return best, outcome
 
 
+# ------------------------------------------------ build here, run there
+
+def compile_batches(tools, progs, work, stem="lib"):
+    """Compiles the programs `progs` ({seed: prog}) as one module; a module
+    that does not compile is split in halves until each failure belongs to
+    one program. Returns ([(seeds, library path)], {seed: Outcome})."""
+    seeds = list(progs)
+    text = "\n".join(kgen.print_program(progs[s]) for s in seeds)
+    rc, err, lib = tools.compile(text, work, stem)
+    if rc == 0:
+        return [(seeds, lib)], {}
+    if len(seeds) == 1:
+        return [], {seeds[0]: classify_compile(rc, err)}
+    libs, fails = [], {}
+    half = len(seeds) // 2
+    for k, part in enumerate((seeds[:half], seeds[half:])):
+        l2, f2 = compile_batches(tools, {s: progs[s] for s in part}, work,
+                                 f"{stem}{k}")
+        libs += l2
+        fails.update(f2)
+    return libs, fails
+
+
+def source_commit():
+    """The commit of this tree (with "+changes" if tests/difftest differs
+    from it), or "unknown" outside a git checkout."""
+    try:
+        head = subprocess.run(["git", "-C", HERE, "rev-parse", "HEAD"],
+                              capture_output=True, text=True, timeout=30)
+        dirty = subprocess.run(["git", "-C", HERE, "status", "--porcelain",
+                                "."], capture_output=True, text=True,
+                               timeout=30)
+        if head.returncode:
+            return "unknown"
+        return head.stdout.strip() + ("+changes" if dirty.stdout.strip()
+                                      else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def reproduce_hint(seed, target):
+    """How to reproduce and reduce the program of `seed` on the
+    development machine (the GPU machine has no kinac)."""
+    cmd = f"scripts/difftest.sh --seeds {seed}:{seed + 1}"
+    if target == "cpu":
+        return f"reproduce and reduce here (same commit): {cmd}"
+    return (f"reproduce here (same commit): {cmd} --target={target} "
+            f"(generates the same program, compiles it for {target} and "
+            f"reduces what it sees fail: a compile failure anywhere, a "
+            f"wrong result or status only where a GPU is); {cmd} checks "
+            f"it on the CPU")
+
+
+def build_only(args, tools, seeds):
+    """--build-only OUT: generates the programs of `seeds`, compiles them
+    (args.batch per library, -j at a time), and writes OUT/libs/*.so.xz
+    (stripped, xz-compressed: each library carries a copy of the runtime
+    and kernels compress well), OUT/cases/<seed>.kir (the program),
+    OUT/cases/<seed>.npz (in<k>: the inputs as kina-run takes them;
+    base<k>, stable<k>, allow<k>: expectation() of each result, base<k> as
+    NPY storage) and OUT/index.json ({"target", "commit", "seeds",
+    "programs": {seed: {"function", "lib" (null if it did not build),
+    "params": [[name, dtype, dims]], "results": [dtype], "build_failure":
+    {"class", "detail"} or absent}}}). Runs nothing. Returns the number of
+    programs that did not build (recorded; they fail in --prebuilt)."""
+    import concurrent.futures
+    import lzma
+    commit = source_commit()  # the generator's, before the long compile
+    out = os.path.abspath(args.build_only)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(os.path.join(out, "libs"))
+    os.makedirs(os.path.join(out, "cases"))
+    progs, index = {}, {}
+    skipped = 0
+    for s in seeds:
+        try:
+            p = kgen.generate(s, f"f{s % 10 ** 9}")
+            refs = kref.evaluate(p)
+        except (Invalid, kref.RefError):
+            skipped += 1  # rare: a value-dependent rule; not a program
+            continue
+        progs[s] = p
+        f = p.main_func()
+        arrays = {}
+        for k, (pn, dt, _) in enumerate(f.params):
+            arrays[f"in{k}"] = to_storage(p.inputs[pn], dt)
+        for k, (dt, _) in enumerate(f.ret_types):
+            e = expectation({m: v[k] for m, v in refs.items()}, dt)
+            arrays[f"base{k}"] = to_storage(e["base"], dt)
+            arrays[f"stable{k}"] = e["stable"]
+            if "allow" in e:
+                arrays[f"allow{k}"] = e["allow"]
+        np.savez_compressed(os.path.join(out, "cases", f"{s}.npz"), **arrays)
+        with open(os.path.join(out, "cases", f"{s}.kir"), "w") as fh:
+            fh.write(kgen.print_program(p))
+        index[str(s)] = {
+            "function": p.main, "lib": None,
+            "params": [[pn, dt, [str(d) for d in dims]]
+                       for pn, dt, dims in f.params],
+            "results": [dt for dt, _ in f.ret_types]}
+    seed_list = list(progs)
+    groups = [seed_list[i:i + args.batch]
+              for i in range(0, len(seed_list), args.batch)]
+    work = os.path.abspath(args.workdir)
+
+    def build(g):
+        d = os.path.join(work, f"build{g[0]}")
+        os.makedirs(d, exist_ok=True)
+        return compile_batches(tools, {s: progs[s] for s in g}, d)
+
+    nlib = 0
+    failed = 0
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        for libs, fails in pool.map(build, groups):
+            for members, lib in libs:
+                subprocess.run(["strip", "--strip-unneeded", lib],
+                               check=False)
+                name = f"libs/lib{nlib}.so.xz"
+                nlib += 1
+                with open(lib, "rb") as src, \
+                        lzma.open(os.path.join(out, name), "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+                for s in members:
+                    index[str(s)]["lib"] = name
+            for s, o in fails.items():
+                failed += 1
+                index[str(s)]["build_failure"] = {"class": o.cls,
+                                                  "detail": o.detail}
+                print(f"FAIL seed {s}: {o.cls}: {o.detail[:300]}\n  "
+                      f"{reproduce_hint(s, tools.target)}")
+    with open(os.path.join(out, "index.json"), "w") as fh:
+        json.dump({"target": tools.target, "commit": commit,
+                   "seeds": f"{seeds.start}:{seeds.stop}",
+                   "programs": index}, fh, indent=1)
+    size = sum(os.path.getsize(os.path.join(dp, f))
+               for dp, _, fs in os.walk(out) for f in fs)
+    print(f"built {len(progs) - failed} of {len(progs)} programs for "
+          f"--target={tools.target} into {nlib} libraries ({skipped} seeds "
+          f"gave no program), {size / 2 ** 20:.1f} MiB in {out}")
+    return failed
+
+
+def show(arr):
+    """A short text of an array of values (from_storage's)."""
+    return np.array2string(np.asarray(arr), threshold=32, edgeitems=4,
+                           max_line_width=100).replace("\n", "\n      ")
+
+
+def prebuilt_one(args, index, seed, entry, lib_path):
+    """(passed, report) of one program of --prebuilt."""
+    target = index["target"]
+    head = f"seed {seed} (@{entry['function']}"
+    if entry.get("build_failure"):
+        bf = entry["build_failure"]
+        return False, (f"FAIL {head}, not built): {bf['class']}: "
+                       f"{bf['detail'][:300]}\n  "
+                       f"{reproduce_hint(seed, target)}")
+    head += f" in {entry['lib']})"
+    with np.load(os.path.join(args.prebuilt, "cases", f"{seed}.npz"),
+                 allow_pickle=False) as z:
+        data = dict(z)
+    params = entry["params"]
+    inputs = [data[f"in{k}"] for k in range(len(params))]
+    dts = entry["results"]
+    exps = []
+    for k, dt in enumerate(dts):
+        e = {"base": from_storage(data[f"base{k}"], dt),
+             "stable": data[f"stable{k}"]}
+        if f"allow{k}" in data:
+            e["allow"] = data[f"allow{k}"]
+        exps.append(e)
+    work = os.path.join(args.workdir, f"run{seed}")
+    os.makedirs(work, exist_ok=True)
+    o = run_library(args.kina_run, lib_path(entry["lib"]),
+                    entry["function"], inputs, dts, exps, work,
+                    gpu=target == "cuda")
+    if o is None:
+        shutil.rmtree(work, ignore_errors=True)
+        return True, f"PASS {head}"
+    with open(os.path.join(args.prebuilt, "cases", f"{seed}.kir")) as fh:
+        text = fh.read()
+    lines = [f"FAIL {head}: {o.cls}: {o.detail[:600]}", "  program:"]
+    lines += ["    " + t for t in text.rstrip().split("\n")]
+    for k, (pn, dt, dims) in enumerate(params):
+        lines.append(f"  input {k} %{pn}: {dt}[{', '.join(dims)}] = "
+                     f"{show(from_storage(inputs[k], dt))}")
+    for k, dt in enumerate(dts):
+        lines.append(f"  result {k} {dt}: expected "
+                     f"{show(exps[k]['base'])}")
+        got = getattr(o, "got", None)
+        if got is not None:
+            lines.append(f"  result {k} {dt}: got      "
+                         f"{show(from_storage(got[k], dt))}")
+    if o.log and o.cls != "wrong_result":
+        lines.append("  kina-run said: " + o.log.strip()[:400])
+    lines.append("  " + reproduce_hint(seed, target))
+    return False, "\n".join(lines)
+
+
+def prebuilt(args):
+    """--prebuilt OUT: runs every program of OUT/index.json (--build-only's)
+    with kina-run, no kinac, compares with the recorded expectations and
+    prints each failure with its program, seed, inputs and expected vs got
+    results, then `N passed, N failed`. Returns True if all passed."""
+    import concurrent.futures
+    import lzma
+    import threading
+    args.prebuilt = os.path.abspath(args.prebuilt)
+    with open(os.path.join(args.prebuilt, "index.json")) as fh:
+        index = json.load(fh)
+    print(f"difftest: prebuilt programs for --target={index['target']} "
+          f"(seeds {index['seeds']}, commit {index['commit']}) from "
+          f"{args.prebuilt}", flush=True)
+    progs = index["programs"]
+    seeds = sorted(int(s) for s in progs)
+    if args.seeds:
+        a, b = (int(x) for x in args.seeds.split(":"))
+        seeds = [s for s in seeds if a <= s < b]
+    lock = threading.Lock()
+    libs = {}
+
+    def lib_path(name):
+        # Each library is decompressed once, into the work folder.
+        with lock:
+            if name not in libs:
+                dst = os.path.join(args.workdir, name[:-len(".xz")])
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                with lzma.open(os.path.join(args.prebuilt, name)) as src, \
+                        open(dst, "wb") as fh:
+                    shutil.copyfileobj(src, fh)
+                libs[name] = dst
+            return libs[name]
+
+    passed = failed = 0
+    t0 = time.time()
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        futs = [pool.submit(prebuilt_one, args, index, s, progs[str(s)],
+                            lib_path) for s in seeds]
+        for fut in futs:
+            ok, report = fut.result()
+            if ok:
+                passed += 1
+                if args.v:
+                    print(report)
+            else:
+                failed += 1
+                print(report, flush=True)
+    print(f"({len(seeds)} programs run with {args.kina_run} in "
+          f"{time.time() - t0:.0f} s)")
+    print(f"{passed} passed, {failed} failed")
+    return failed == 0
+
+
 # ----------------------------------------------------------------- output
 
 def write_case(folder, prog, outcome, refs, original=None, xfail=None):
@@ -636,8 +989,25 @@ def replay(tools, folders, work):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--kinac", required=True)
-    ap.add_argument("--kina-run", required=True)
+    ap.add_argument("--kinac")
+    ap.add_argument("--kina-run")
+    ap.add_argument("--target", default="cpu", choices=("cpu", "cuda"),
+                    help="kinac's --target")
+    ap.add_argument("--compile-only", action="store_true",
+                    help="cuda without a GPU: a library that kina-run "
+                    "stops with status 3 for want of a CUDA driver counts "
+                    "as checked (not run)")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--build-only", metavar="OUT",
+                      help="compile the programs of --seeds into OUT (for "
+                      "--prebuilt on a GPU machine without kinac); run "
+                      "nothing")
+    mode.add_argument("--prebuilt", metavar="OUT",
+                      help="run --build-only's programs from OUT with "
+                      "kina-run (no kinac; --seeds picks some)")
+    ap.add_argument("-j", "--jobs", type=int, default=2,
+                    help="programs (--prebuilt) or libraries "
+                    "(--build-only) at a time")
     ap.add_argument("--seeds", help="A:B, the seeds A..B-1")
     ap.add_argument("--seconds", type=float)
     ap.add_argument("--out", default="difftest-out")
@@ -652,9 +1022,28 @@ def main():
     ap.add_argument("--replay", nargs="+")
     ap.add_argument("-v", action="store_true")
     args = ap.parse_args()
-    tools = Tools(args.kinac, args.kina_run)
+    if not args.prebuilt and not args.kinac:
+        ap.error("--kinac is required (except with --prebuilt)")
+    if not args.build_only and not args.kina_run:
+        ap.error("--kina-run is required (except with --build-only)")
+    if (args.build_only or args.prebuilt) and args.seconds:
+        ap.error("--build-only and --prebuilt take --seeds, not --seconds")
+    if args.build_only and not args.seeds:
+        ap.error("--build-only needs --seeds A:B")
+    tools = Tools(args.kinac, args.kina_run, args.target, args.compile_only)
+    own_work = not args.workdir  # a temporary folder, removed at the end
     work = args.workdir or tempfile.mkdtemp(prefix="kina-difftest-")
     os.makedirs(work, exist_ok=True)
+    args.workdir = work
+    if args.build_only or args.prebuilt:
+        if args.build_only:
+            a, b = (int(x) for x in args.seeds.split(":"))
+            ok = build_only(args, tools, range(a, b)) == 0
+        else:
+            ok = prebuilt(args)
+        if own_work:
+            shutil.rmtree(work, ignore_errors=True)
+        sys.exit(0 if ok else 1)
     if args.replay:
         folders = []
         for r in args.replay:
@@ -664,7 +1053,7 @@ def main():
                 folders += sorted(os.path.join(r, d) for d in os.listdir(r)
                                   if os.path.isdir(os.path.join(r, d)))
         ok = replay(tools, folders, work)
-        if not args.workdir:
+        if own_work:
             shutil.rmtree(work, ignore_errors=True)
         sys.exit(0 if ok else 1)
     if args.seeds:
@@ -675,7 +1064,7 @@ def main():
         start = int(time.time()) * 1000
         seeds = iter(range(start, start + 10 ** 9))
         deadline = time.time() + (args.seconds or 60)
-    passed = failed = mpassed = mfailed = xfailed = 0
+    passed = failed = mpassed = mfailed = xfailed = not_run = 0
     failures = []
     seen = set()
     t0 = time.time()
@@ -705,7 +1094,9 @@ def main():
             continue
         bwork = os.path.join(work, "batch")
         os.makedirs(bwork, exist_ok=True)
+        nr0 = tools.not_run
         results = run_batch(tools, progs, bwork)
+        not_run += tools.not_run - nr0
         rng = np.random.default_rng(batch[0])
         for j, s in enumerate(list(progs)[:args.mutants]):
             try:
@@ -768,6 +1159,12 @@ def main():
     print(f"programs: {passed} passed, {failed} failed, {xfailed} known "
           f"bugs; mutants: {mpassed} passed, {mfailed} failed "
           f"({time.time() - t0:.0f} s)")
+    if not_run:
+        print(f"--target={args.target} without a GPU: {not_run} of the "
+              f"{passed} passed programs were compiled and loaded by "
+              f"kina-run but not run (status 3, {NO_DRIVER}); run "
+              f"--build-only/--prebuilt on a GPU machine "
+              f"(docs/gpu-check.md)")
     by = {}
     for folder, o, text, kn in failures:
         by.setdefault((kn,) + o.signature(), []).append((folder, o, text))
@@ -777,7 +1174,7 @@ def main():
         print(f"\n== {what}{sig[1]} x{len(items)}: {o.detail[:300]}\n"
               f"   (smallest: {folder})\n{text}")
     print(f"{passed + mpassed} passed, {failed + mfailed} failed")
-    if not args.workdir:
+    if own_work:
         shutil.rmtree(work, ignore_errors=True)
     sys.exit(1 if failed + mfailed else 0)
 

@@ -16,7 +16,16 @@ def _ops(prog):
             yield f, s
 
 
-KNOWN = [  # (name, description, predicate); none open now
+def _truncsfbf2(prog, infos, o):
+    return o.cls == "link_error" and "__truncsfbf2" in o.detail + o.log
+
+
+KNOWN = [  # (name, description, predicate)
+    ("concat-size0-matmul-bf16-truncsfbf2",
+     "found by difftest, not yet fixed: a bf16 value chosen by a branch "
+     "(concat with a size-0 part, then matmul) fails to link: undefined "
+     "__truncsfbf2 (an LLVM bfloat phi, promoted by the x86 backend)",
+     _truncsfbf2),
 ]
 
 

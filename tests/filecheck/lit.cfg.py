@@ -11,5 +11,10 @@ config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".kir"]
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in"]
 config.substitutions.append(("%kinac", config.kinac))
+# The cuda target's tests need the CUDA Toolkit's ptxas (kinac looks in
+# $CUDA_PATH, then /usr/local/cuda).
+_cuda = os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+if os.access(os.path.join(_cuda, "bin", "ptxas"), os.X_OK):
+    config.available_features.add("ptxas")
 config.environment["PATH"] = os.pathsep.join(
     [config.llvm_tools_dir, config.environment.get("PATH", "")])

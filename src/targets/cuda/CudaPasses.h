@@ -1,0 +1,54 @@
+//===- CudaPasses.h - The cuda target's passes and pipeline ---------------===//
+//
+// The passes and helpers of the cuda target (CudaTarget.cpp,
+// `kinac --target=cuda`, docs/cuda.md). The target lowers MLIRGen's
+// linalg-on-tensors module like the cpu target up to the bufferized,
+// ABI-complete module, then maps every linalg op and copy to a `gpu.launch`
+// with the three mappers below (contractions, reductions, everything
+// parallel), outlines the kernels into `gpu.module`s, lowers them to NVVM,
+// compiles them with the CUDA Toolkit's ptxas into a fatbin embedded in the
+// object (`gpu.binary`), and lowers the host code with the runtime's GPU
+// allocation function.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KINA_TARGETS_CUDA_CUDAPASSES_H
+#define KINA_TARGETS_CUDA_CUDAPASSES_H
+
+#include "mlir/Pass/Pass.h"
+
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+
+namespace kina::cuda {
+
+/// `kina-gpu-map-matmul` (GpuMapMatmul.cpp): contraction generics (matmul,
+/// batched, broadcast, rank-1) to 16x16 shared-memory tiled kernels.
+std::unique_ptr<mlir::Pass> createGpuMapMatmulPass();
+
+/// `kina-gpu-map-reductions` (GpuMapReductions.cpp): generics with
+/// reduction loops to block-per-output kernels with a shared-memory tree.
+std::unique_ptr<mlir::Pass> createGpuMapReductionsPass();
+
+/// `kina-gpu-map-elementwise` (GpuMapElementwise.cpp): all-parallel generics
+/// and memref.copy to grid-stride kernels; fails when a linalg op or copy
+/// remains on the host.
+std::unique_ptr<mlir::Pass> createGpuMapElementwisePass();
+
+/// The PTX feature string for `gpuArch` (LLVM's default, PTX 6.0, cannot
+/// target sm_90 and aborts the process).
+std::string ptxFeatures(llvm::StringRef gpuArch);
+
+/// Resolves the CUDA Toolkit: `explicitPath`, else $CUDA_PATH, else
+/// /usr/local/cuda; fails naming what was looked for when bin/ptxas is
+/// missing there. Returns the toolkit root.
+llvm::Expected<std::string> findCudaToolkit(llvm::StringRef explicitPath);
+
+/// Checks `gpuArch` is an `sm_XX`/`sm_XXa`/`sm_XXf` processor the NVPTX
+/// back end of the installed LLVM knows.
+llvm::Error checkGpuArch(llvm::StringRef gpuArch);
+
+} // namespace kina::cuda
+
+#endif // KINA_TARGETS_CUDA_CUDAPASSES_H

@@ -1,0 +1,192 @@
+//===- GpuCodegen.cpp - Helpers shared by the cuda target's kernel mappers ===//
+//
+// Implements GpuCodegen.h: host-side loop sizes and grid sizes, the
+// `gpu.launch` builder, loads and stores through indexing maps, and the
+// cloning of a generic's region (whole or a slice) inside a kernel.
+//
+//===----------------------------------------------------------------------===//
+#include "GpuCodegen.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+
+namespace kina::cuda {
+
+SmallVector<Value> loopSizes(OpBuilder &b, Location loc, linalg::LinalgOp op) {
+  SmallVector<Value> sizes;
+  for (Range range : op.createLoopRanges(b, loc))
+    sizes.push_back(getValueOrCreateConstantIndexOp(b, loc, range.size));
+  return sizes;
+}
+
+bool anyStaticZero(ValueRange sizes) {
+  return llvm::any_of(sizes, [](Value v) {
+    std::optional<int64_t> c = getConstantIntValue(v);
+    return c && *c == 0;
+  });
+}
+
+Value product(OpBuilder &b, Location loc, ValueRange values) {
+  Value result = arith::ConstantIndexOp::create(b, loc, 1);
+  for (Value v : values)
+    result = arith::MulIOp::create(b, loc, result, v);
+  return result;
+}
+
+Value gridSize(OpBuilder &b, Location loc, Value n, int64_t d, int64_t cap) {
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value blocks = arith::CeilDivUIOp::create(
+      b, loc, n, arith::ConstantIndexOp::create(b, loc, d));
+  blocks = arith::MinUIOp::create(b, loc, blocks,
+                                  arith::ConstantIndexOp::create(b, loc, cap));
+  return arith::MaxUIOp::create(b, loc, blocks, one);
+}
+
+gpu::LaunchOp createLaunch(OpBuilder &b, Location loc, Value gridX, Value gridY,
+                           Value gridZ, int64_t blockX, int64_t blockY,
+                           int64_t blockZ, TypeRange workgroupBuffers) {
+  Value bx = arith::ConstantIndexOp::create(b, loc, blockX);
+  Value by = arith::ConstantIndexOp::create(b, loc, blockY);
+  Value bz = arith::ConstantIndexOp::create(b, loc, blockZ);
+  auto launch =
+      gpu::LaunchOp::create(b, loc, gridX, gridY, gridZ, bx, by, bz,
+                            /*dynamicSharedMemorySize=*/nullptr,
+                            /*asyncTokenType=*/nullptr,
+                            /*asyncDependencies=*/{}, workgroupBuffers);
+  Block &body = launch.getBody().front();
+  b.setInsertionPointToEnd(&body);
+  auto terminator = gpu::TerminatorOp::create(b, loc);
+  b.setInsertionPoint(terminator);
+  return launch;
+}
+
+SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear,
+                               ValueRange sizes) {
+  if (sizes.empty())
+    return {};
+  if (sizes.size() == 1)
+    return {linear};
+  SmallVector<OpFoldResult> basis(sizes.begin(), sizes.end());
+  auto op = affine::AffineDelinearizeIndexOp::create(b, loc, linear, basis,
+                                                     /*hasOuterBound=*/true);
+  return SmallVector<Value>(op.getResults());
+}
+
+SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map,
+                            ValueRange ivs) {
+  SmallVector<Value> indices;
+  for (AffineExpr expr : map.getResults()) {
+    if (auto dim = dyn_cast<AffineDimExpr>(expr)) {
+      indices.push_back(ivs[dim.getPosition()]);
+      continue;
+    }
+    if (auto cst = dyn_cast<AffineConstantExpr>(expr)) {
+      indices.push_back(arith::ConstantIndexOp::create(b, loc, cst.getValue()));
+      continue;
+    }
+    AffineMap single =
+        AffineMap::get(map.getNumDims(), map.getNumSymbols(), expr);
+    indices.push_back(affine::AffineApplyOp::create(b, loc, single, ivs));
+  }
+  return indices;
+}
+
+Value loadOperand(OpBuilder &b, Location loc, linalg::LinalgOp op,
+                  OpOperand &operand, ValueRange ivs) {
+  Value value = operand.get();
+  if (!isa<MemRefType>(value.getType()))
+    return value;
+  SmallVector<Value> indices =
+      applyMap(b, loc, op.getMatchingIndexingMap(&operand), ivs);
+  return memref::LoadOp::create(b, loc, value, indices);
+}
+
+void storeOperand(OpBuilder &b, Location loc, linalg::LinalgOp op,
+                  OpOperand &operand, Value value, ValueRange ivs) {
+  SmallVector<Value> indices =
+      applyMap(b, loc, op.getMatchingIndexingMap(&operand), ivs);
+  memref::StoreOp::create(b, loc, value, operand.get(), indices);
+}
+
+SmallVector<Value> cloneRegion(OpBuilder &b, linalg::GenericOp op,
+                               ValueRange blockArgs, ValueRange ivs) {
+  Block &body = op.getRegion().front();
+  IRMapping mapping;
+  mapping.map(body.getArguments(), blockArgs);
+  SmallVector<Value> yielded;
+  for (Operation &inner : body) {
+    if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+      mapping.map(index.getResult(), ivs[index.getDim()]);
+      continue;
+    }
+    if (auto yield = dyn_cast<linalg::YieldOp>(inner)) {
+      for (Value v : yield.getValues())
+        yielded.push_back(mapping.lookupOrDefault(v));
+      continue;
+    }
+    b.clone(inner, mapping);
+  }
+  return yielded;
+}
+
+FailureOr<SmallVector<Value>> cloneSlice(OpBuilder &b, linalg::GenericOp op,
+                                         ValueRange roots, IRMapping mapping,
+                                         ValueRange ivs) {
+  Block &body = op.getRegion().front();
+  llvm::SetVector<Operation *> needed;
+  SmallVector<Value> worklist(roots.begin(), roots.end());
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    if (mapping.contains(v))
+      continue;
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (arg.getOwner() == &body)
+        return failure(); // a block argument the slice may not read
+      continue;           // defined outside the generic: usable as is
+    }
+    Operation *def = v.getDefiningOp();
+    if (def->getBlock() != &body)
+      continue; // defined above the generic
+    if (isa<linalg::IndexOp>(def) && ivs.empty())
+      return failure();
+    if (!needed.insert(def))
+      continue;
+    def->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        worklist.push_back(operand);
+    });
+  }
+  for (Operation &inner : body) {
+    if (!needed.contains(&inner))
+      continue;
+    if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+      mapping.map(index.getResult(), ivs[index.getDim()]);
+      continue;
+    }
+    b.clone(inner, mapping);
+  }
+  SmallVector<Value> results;
+  for (Value root : roots)
+    results.push_back(mapping.lookupOrDefault(root));
+  return results;
+}
+
+bool isMappableGeneric(linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics() || op.getRegion().getBlocks().size() != 1)
+    return false;
+  for (Value v : op->getOperands()) {
+    Type t = v.getType();
+    if (isa<ShapedType>(t) && !isa<MemRefType>(t))
+      return false;
+  }
+  return true;
+}
+
+} // namespace kina::cuda
