@@ -9,8 +9,9 @@
 // strided view), then `kina_<fn>` on those descriptors, then
 // kina_rt_td_finish, which maps the entry's status to the seed's codes,
 // checks each result's shape against the caller's output descriptor,
-// copies the result into it (any strides) and releases every buffer the
-// runtime allocated for the call. Nothing the caller owns is freed. Since
+// copies the result into it (any strides) and then releases every buffer
+// the runtime allocated for the call (results, then argument copies: a
+// result may be an argument's buffer when a function returns a parameter). Nothing the caller owns is freed. Since
 // the results are complete before the first output is written, an output
 // may alias any input.
 //
@@ -259,8 +260,8 @@ extern "C" int32_t kina_rt_td_finish(const char *entry, const int32_t *t,
                                      void *scratch, int32_t status) {
   Table table{t};
   auto *slots = static_cast<Slot *>(scratch);
-  releaseInputs(table, ins, slots, table.numArgs());
   if (status != KINA_STATUS_SUCCESS) {
+    releaseInputs(table, ins, slots, table.numArgs());
     std::string message = kina_last_error();
     int32_t code =
         status == KINA_STATUS_VALIDATION_ERROR ? KINA_TD_SHAPE_MISMATCH
@@ -290,14 +291,19 @@ extern "C" int32_t kina_rt_td_finish(const char *entry, const int32_t *t,
                 static_cast<const char *>(slot.aligned) + slot.offset * size,
                 strides, d->shape, rank, size);
   }
-  // Release every result buffer once (two results may share one).
+  // Release every result buffer once (two results may share one); a
+  // result that is an argument's buffer (a function returning its
+  // parameter) is the caller's or an argument copy, released below.
   for (int32_t i = 0; i < table.numResults(); ++i) {
     void *allocated = slots[i].allocated;
-    bool seen = allocated == nullptr;
-    for (int32_t j = 0; j < i && !seen; ++j)
-      seen = slots[j].allocated == allocated;
-    if (!seen)
+    bool skip = allocated == nullptr;
+    for (int32_t j = 0; j < i && !skip; ++j)
+      skip = slots[j].allocated == allocated;
+    for (int32_t j = 0; j < table.numArgs() && !skip; ++j)
+      skip = slots[table.numResults() + j].allocated == allocated;
+    if (!skip)
       runtime_free(allocated);
   }
+  releaseInputs(table, ins, slots, table.numArgs());
   return rc;
 }

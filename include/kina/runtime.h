@@ -137,11 +137,11 @@ int32_t kina_rt_td_prepare(const char *entry, const int32_t *table,
                            const KinaTensorDesc *const *outs,
                            const KinaTensorDesc *const *ins, void *scratch);
 
-/** Frees the argument copies; maps a non-zero `status` of `kina_<fn>` to
- *  -6 (1), -7 (2) or -3 (others), keeping its message; otherwise checks
- *  each result's sizes against the output descriptor (-6) and copies the
- *  result into it (any strides). Frees every result buffer. Returns 0 or a
- *  KINA_TD_* code. */
+/** Maps a non-zero `status` of `kina_<fn>` to -6 (1), -7 (2) or -3
+ *  (others), keeping its message; otherwise checks each result's sizes
+ *  against the output descriptor (-6) and copies the result into it (any
+ *  strides). Then frees every result buffer (once; not one that is an
+ *  argument's) and the argument copies. Returns 0 or a KINA_TD_* code. */
 int32_t kina_rt_td_finish(const char *entry, const int32_t *table,
                           const KinaTensorDesc *const *outs,
                           const KinaTensorDesc *const *ins, void *scratch,

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
+typedef int32_t (*Entry1)(const KinaTensorDesc *, const KinaTensorDesc *,
+                          int32_t, uint64_t);
 typedef int32_t (*Entry2)(const KinaTensorDesc *, const KinaTensorDesc *,
                           const KinaTensorDesc *, int32_t, uint64_t);
 typedef int32_t (*Entry3)(const KinaTensorDesc *, const KinaTensorDesc *,
@@ -220,6 +222,24 @@ static void testTwoResultsAndScalar(void) {
   EXPECT(rc == 0 && y[0] == 3 && y[1] == 6 && y[2] == 9, "scale: rc %d", rc);
 }
 
+static void testIdentity(void) {
+  /* The result is the argument's buffer: a strided argument's copy must
+   * outlive the copy-out and be freed once. */
+  Entry1 ident = (Entry1)sym("kinatd_ident");
+  float x[6] = {1, 2, 3, 4, 5, 6}, y[3];
+  KinaTensorDesc dx = d1(&x[5], KINA_TD_DTYPE_F32, 3, -2);
+  KinaTensorDesc dy = d1(y, KINA_TD_DTYPE_F32, 3, 1);
+  int64_t before = liveBuffers();
+  int32_t rc = ident(&dy, &dx, 0, 0);
+  EXPECT(rc == 0 && y[0] == 6 && y[1] == 4 && y[2] == 2,
+         "ident strided: rc %d, %g %g %g", rc, y[0], y[1], y[2]);
+  EXPECT(liveBuffers() == before, "ident leaked");
+  dx = d1(x, KINA_TD_DTYPE_F32, 3, 1);
+  rc = ident(&dy, &dx, 0, 0);
+  EXPECT(rc == 0 && y[0] == 1 && y[2] == 3 && x[0] == 1, "ident: rc %d", rc);
+  EXPECT(liveBuffers() == before, "ident leaked");
+}
+
 static void testOtherDtypes(void) {
   Entry2 i8 = (Entry2)sym("kinatd_add_i8");
   int8_t a[4] = {1, -2, 100, 5}, b[4] = {1, 2, 100, -5}, c[4];
@@ -258,6 +278,7 @@ int main(int argc, char **argv) {
   testForward();
   testTwoResultsAndScalar();
   testOtherDtypes();
+  testIdentity();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;
