@@ -258,6 +258,15 @@ Compilation::runTools(const std::string &llvmDialectText, EmitStage stage) {
     Expected<std::string> text = readFile(*llPath);
     if (!text)
       return fail(text.takeError());
+    // opt names the module after its input file, a temporary with a random
+    // name; print mlir-translate's module name instead, so the output does
+    // not depend on the temporary (integration.determinism).
+    StringRef moduleIdPrefix = "; ModuleID = '";
+    if (StringRef(*text).starts_with(moduleIdPrefix)) {
+      size_t end = text->find('\n');
+      if (end != std::string::npos)
+        text->replace(0, end, "; ModuleID = 'LLVMDialectModule'");
+    }
     return *text;
   }
 
