@@ -6,6 +6,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kina/Pipeline.h"
+#include "Targets.h"
+#include "kina/Passes.h"
+
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -38,6 +44,15 @@ lowerToLLVMDialect(ModuleOp module, const Target &target,
       return failure();
   }
   return success();
+}
+
+void addHostToLLVMPasses(mlir::OpPassManager &pm,
+                         llvm::StringRef allocFunction) {
+  pm.addPass(mlir::createConvertMathToLLVMPass());
+  pm.addPass(mlir::createConvertMathToLibmPass());
+  pm.addPass(createLowerToLLVMPass(allocFunction.str()));
+  pm.addPass(mlir::createReconcileUnrealizedCastsPass());
+  pm.addPass(createInternalizePass());
 }
 
 } // namespace kina

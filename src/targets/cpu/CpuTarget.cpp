@@ -125,11 +125,7 @@ void CpuTarget::buildPipeline(OpPassManager &pm,
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createConvertMathToLibmPass());
-  pm.addPass(createLowerToLLVMPass(kHostAllocFunction));
-  pm.addPass(createReconcileUnrealizedCastsPass());
-  pm.addPass(createInternalizePass());
+  addHostToLLVMPasses(pm, kHostAllocFunction);
 }
 
 } // namespace

@@ -232,11 +232,7 @@ void CudaTarget::buildStage(OpPassManager &pm, const TargetOptions &options,
     pm.addPass(createGpuModuleToBinaryPass(binary));
   } else if (stage == "host-llvm") {
     // The host code with runtime allocation and the kernel launches.
-    pm.addPass(createConvertMathToLLVMPass());
-    pm.addPass(createConvertMathToLibmPass());
-    pm.addPass(createLowerToLLVMPass(kGpuAllocFunction));
-    pm.addPass(createReconcileUnrealizedCastsPass());
-    pm.addPass(createInternalizePass());
+    addHostToLLVMPasses(pm, kGpuAllocFunction);
   }
 }
 
