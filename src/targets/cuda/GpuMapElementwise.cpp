@@ -178,7 +178,10 @@ Lanes classify(Value value, AffineMap map, unsigned innermost) {
   bool elsewhere = llvm::any_of(map.getResults().drop_back(), [&](AffineExpr e) {
     return e.isFunctionOfDim(innermost);
   });
-  if (lastIsInnermost && !elsewhere && type.getLayout().isIdentity())
+  // A constant (memref.get_global) becomes a device global of the
+  // kernel's module, aligned to its element only: loaded lane by lane.
+  if (lastIsInnermost && !elsewhere && type.getLayout().isIdentity() &&
+      !value.getDefiningOp<memref::GetGlobalOp>())
     return Lanes::Contiguous;
   return Lanes::Gather;
 }
