@@ -76,6 +76,10 @@ def GpuMapReductionsPass : Pass<"kina-gpu-map-reductions", "mlir::ModuleOp"> {
     (grid-stride over the points): each thread folds a strided part of the
     reduced extent, then a tree of 8 halving steps over workgroup memory
     combines the partial results, and thread 0 combines them with the init.
+    A reduction whose innermost loop is parallel (over outer dims) with
+    `comb(acc, e)` yields gets a coalesced column kernel instead: 32 x 32
+    threads, x over consecutive output points, y over slices of the
+    reduced extent (4 loads in flight), a tree over y in workgroup memory.
     Regions it cannot split into a combiner and a contribution
     (`comb(acc, e)` with an associative, commutative arith op, or
     `select(c, e, acc)` for argmax/argmin) are folded by one thread per
