@@ -101,7 +101,7 @@ def run(out, repeats, use_compile):
 
     class Managed:  # a result of the runtime, seen by torch
         def __init__(self, ptr, shape, dtype):
-            typestr = {torch.float32: "<f4", torch.bfloat16: "<V2"}[dtype]
+            typestr = {torch.float32: "<f4", torch.bfloat16: "<i2"}[dtype]
             self.__cuda_array_interface__ = {
                 "shape": tuple(shape), "typestr": typestr,
                 "data": (ptr, False), "version": 3}
