@@ -101,8 +101,8 @@ struct Access {
 /// an iteration point (and that point) and returns the outputs' values.
 struct ElementwiseSpec {
   Location loc;
-  SmallVector<Value> sizes; // loop sizes (host values)
-  SmallVector<Value> inputs;   // memrefs (loaded) or scalars (as they are)
+  SmallVector<Value> sizes;  // loop sizes (host values)
+  SmallVector<Value> inputs; // memrefs (loaded) or scalars (as they are)
   SmallVector<AffineMap> inputMaps;
   SmallVector<Access> outputs;
   std::function<SmallVector<Value>(OpBuilder &, ValueRange, ValueRange)> body;
@@ -137,8 +137,8 @@ void emitScalarKernel(OpBuilder &b, const ElementwiseSpec &spec, Value n) {
         args.push_back(value);
         continue;
       }
-      args.push_back(memref::LoadOp::create(kb, loc, value,
-                                            applyMap(kb, loc, map, ivs)));
+      args.push_back(
+          memref::LoadOp::create(kb, loc, value, applyMap(kb, loc, map, ivs)));
     }
     SmallVector<Value> results = spec.body(kb, args, ivs);
     for (auto [out, value] : llvm::zip(spec.outputs, results))
@@ -169,15 +169,14 @@ Lanes classify(Value value, AffineMap map, unsigned innermost) {
   if (!type)
     return Lanes::Scalar;
   if (map.getNumResults() == 0 ||
-      !llvm::any_of(map.getResults(), [&](AffineExpr e) {
-        return e.isFunctionOfDim(innermost);
-      }))
+      !llvm::any_of(map.getResults(),
+                    [&](AffineExpr e) { return e.isFunctionOfDim(innermost); }))
     return Lanes::Uniform;
   auto last = dyn_cast<AffineDimExpr>(map.getResults().back());
   bool lastIsInnermost = last && last.getPosition() == innermost;
-  bool elsewhere = llvm::any_of(map.getResults().drop_back(), [&](AffineExpr e) {
-    return e.isFunctionOfDim(innermost);
-  });
+  bool elsewhere =
+      llvm::any_of(map.getResults().drop_back(),
+                   [&](AffineExpr e) { return e.isFunctionOfDim(innermost); });
   // A constant (memref.get_global) becomes a device global of the
   // kernel's module, aligned to its element only: loaded lane by lane.
   if (lastIsInnermost && !elsewhere && type.getLayout().isIdentity() &&
@@ -209,8 +208,7 @@ int64_t vectorLanes(const ElementwiseSpec &spec) {
   // Only the operands accessed as vectors set the width: a row parameter
   // (uniform) or a gathered operand is loaded one scalar at a time.
   for (auto [value, map] : llvm::zip(spec.inputs, spec.inputMaps))
-    if (classify(value, map, innermost) == Lanes::Contiguous &&
-        !account(value))
+    if (classify(value, map, innermost) == Lanes::Contiguous && !account(value))
       return 0;
   for (const Access &out : spec.outputs) {
     if (!account(out.memref) ||
@@ -257,8 +255,8 @@ void emitVectorKernel(OpBuilder &b, const ElementwiseSpec &spec, Value n,
   for (auto [value, map] : llvm::zip(spec.inputs, spec.inputMaps))
     kinds.push_back(classify(value, map, innermost));
   auto vectorType = [&](Value memref) {
-    return VectorType::get(
-        {lanes}, cast<MemRefType>(memref.getType()).getElementType());
+    return VectorType::get({lanes},
+                           cast<MemRefType>(memref.getType()).getElementType());
   };
   auto alignment = [&](Value memref) {
     return llvm::MaybeAlign(
@@ -283,8 +281,7 @@ void emitVectorKernel(OpBuilder &b, const ElementwiseSpec &spec, Value n,
     SmallVector<Value> lane(ivs);
     if (j != 0)
       lane[innermost] = arith::AddIOp::create(
-          kb, loc, lane[innermost],
-          arith::ConstantIndexOp::create(kb, loc, j));
+          kb, loc, lane[innermost], arith::ConstantIndexOp::create(kb, loc, j));
     return lane;
   };
 
@@ -296,7 +293,8 @@ void emitVectorKernel(OpBuilder &b, const ElementwiseSpec &spec, Value n,
       if (kind == Lanes::Contiguous)
         loadedTypes.push_back(vectorType(value));
       else if (kind == Lanes::Uniform)
-        loadedTypes.push_back(cast<MemRefType>(value.getType()).getElementType());
+        loadedTypes.push_back(
+            cast<MemRefType>(value.getType()).getElementType());
     }
     SmallVector<Value> loaded;
     if (!loadedTypes.empty()) {
@@ -311,9 +309,9 @@ void emitVectorKernel(OpBuilder &b, const ElementwiseSpec &spec, Value n,
           continue;
         SmallVector<Value> indices = applyMap(b, loc, map, ivsOf[k]);
         if (kind == Lanes::Contiguous)
-          values.push_back(vector::LoadOp::create(
-              b, loc, vectorType(value), value, indices,
-              /*nontemporal=*/false, alignment(value)));
+          values.push_back(
+              vector::LoadOp::create(b, loc, vectorType(value), value, indices,
+                                     /*nontemporal=*/false, alignment(value)));
         else
           values.push_back(memref::LoadOp::create(b, loc, value, indices));
       }
@@ -394,8 +392,8 @@ Value vectorCondition(OpBuilder &b, const ElementwiseSpec &spec,
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem, zero);
   };
   if (!getConstantIntValue(spec.sizes.back()))
-    ok = arith::AndIOp::create(b, loc, ok,
-                               isMultiple(spec.sizes.back(), lanes));
+    ok =
+        arith::AndIOp::create(b, loc, ok, isMultiple(spec.sizes.back(), lanes));
   llvm::SetVector<Value> contiguous;
   for (auto [value, map] : llvm::zip(spec.inputs, spec.inputMaps))
     if (classify(value, map, innermost) == Lanes::Contiguous)
@@ -462,10 +460,10 @@ void mapGeneric(linalg::GenericOp op) {
   spec.body = [&](OpBuilder &kb, ValueRange inputs, ValueRange ivs) {
     SmallVector<Value> args;
     for (auto [operand, slot] : llvm::zip(op->getOpOperands(), argSlot))
-      args.push_back(slot < 0 ? unusedValue(kb, loc,
-                                            getElementTypeOrSelf(
-                                                operand.get().getType()))
-                              : inputs[slot]);
+      args.push_back(
+          slot < 0 ? unusedValue(kb, loc,
+                                 getElementTypeOrSelf(operand.get().getType()))
+                   : inputs[slot]);
     return cloneRegion(kb, op, args, ivs);
   };
   emitElementwise(b, spec);

@@ -384,8 +384,8 @@ LogicalResult emitColumn(ReductionKernel &k) {
       b.getContext(), gpu::GPUDialect::getWorkgroupAddressSpace());
   SmallVector<Type> bufferTypes;
   for (Type t : accTypes)
-    bufferTypes.push_back(MemRefType::get({kColumnsY, kColumnsX}, t,
-                                          AffineMap(), workgroup));
+    bufferTypes.push_back(
+        MemRefType::get({kColumnsY, kColumnsX}, t, AffineMap(), workgroup));
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value grid = gridSize(b, loc, np, kColumnsX, kMaxGridX);
   gpu::LaunchOp launch = createLaunch(b, loc, grid, one, one, kColumnsX,
@@ -397,8 +397,7 @@ LogicalResult emitColumn(ReductionKernel &k) {
   Value step = arith::MulIOp::create(b, loc, launch.getGridSize().x, cx);
   // Every thread of the block runs the same number of iterations (the
   // barriers): the loop runs over the block's first point.
-  Value blockFirst =
-      arith::MulIOp::create(b, loc, launch.getBlockIds().x, cx);
+  Value blockFirst = arith::MulIOp::create(b, loc, launch.getBlockIds().x, cx);
   auto pLoop = scf::ForOp::create(b, loc, blockFirst, np, step);
   b.setInsertionPointToStart(pLoop.getBody());
   Value p = arith::AddIOp::create(b, loc, pLoop.getInductionVar(), tx);
@@ -411,8 +410,8 @@ LogicalResult emitColumn(ReductionKernel &k) {
   SmallVector<Value> identities;
   for (const Combiner &c : combs)
     identities.push_back(arith::ConstantOp::create(b, loc, c.identity));
-  auto fold = [&](OpBuilder &fb, ValueRange acc, Value r)
-      -> FailureOr<SmallVector<Value>> {
+  auto fold = [&](OpBuilder &fb, ValueRange acc,
+                  Value r) -> FailureOr<SmallVector<Value>> {
     auto e = k.element(fb, loc, pivs, r);
     if (failed(e))
       return failure();
@@ -420,7 +419,8 @@ LogicalResult emitColumn(ReductionKernel &k) {
   };
   // The main loop: kColumnUnroll reduction points per step, all loaded
   // before they are combined.
-  Value span = arith::ConstantIndexOp::create(b, loc, kColumnsY * kColumnUnroll);
+  Value span =
+      arith::ConstantIndexOp::create(b, loc, kColumnsY * kColumnUnroll);
   Value full = arith::MulIOp::create(
       b, loc, arith::DivUIOp::create(b, loc, nr, span), span);
   auto main = scf::ForOp::create(b, loc, ty, full, span, identities);
@@ -447,8 +447,7 @@ LogicalResult emitColumn(ReductionKernel &k) {
     scf::YieldOp::create(b, loc, acc);
   }
   Value tailStart = arith::AddIOp::create(b, loc, full, ty);
-  auto tail =
-      scf::ForOp::create(b, loc, tailStart, nr, cy, main.getResults());
+  auto tail = scf::ForOp::create(b, loc, tailStart, nr, cy, main.getResults());
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(tail.getBody());

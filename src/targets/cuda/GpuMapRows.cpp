@@ -96,8 +96,8 @@ enum class Role { Full, Row, Param, Scalar };
 /// One op of a row group.
 struct Member {
   linalg::GenericOp op;
-  bool full;      // over P x R (else over P only)
-  bool reduction; // reduces the R loops
+  bool full;               // over P x R (else over P only)
+  bool reduction;          // reduces the R loops
   SmallVector<Role> roles; // per operand
 };
 
@@ -128,8 +128,7 @@ reductionParts(linalg::GenericOp op) {
 }
 
 /// The role of an operand map in the row space (k P loops, r R loops).
-std::optional<Role> roleOf(AffineMap map, unsigned k, unsigned r,
-                           bool fullOp) {
+std::optional<Role> roleOf(AffineMap map, unsigned k, unsigned r, bool fullOp) {
   unsigned rank = fullOp ? k + r : k;
   if (map.getNumDims() != rank || map.getNumSymbols() != 0)
     return std::nullopt;
@@ -360,9 +359,9 @@ std::optional<RowGroup> growGroup(linalg::GenericOp seed) {
         continue;
       }
       std::optional<Member> m = classify(generic, g.k, g.r, g.rSizes);
-      if (!m || m->full ||
-          !llvm::any_of(generic.getDpsInits(),
-                        [&](Value v) { return touched.contains(v); }))
+      if (!m || m->full || !llvm::any_of(generic.getDpsInits(), [&](Value v) {
+            return touched.contains(v);
+          }))
         break;
       for (OpOperand &operand : generic->getOpOperands())
         if (isa<MemRefType>(operand.get().getType()))
@@ -382,8 +381,8 @@ std::optional<RowGroup> growGroup(linalg::GenericOp seed) {
   // Forward: the ops along the path of execution after the seed, up to
   // the first that may not stand between members.
   struct Step {
-    linalg::GenericOp op;          // a candidate, or
-    memref::DeallocOp dealloc;     // a deallocation on the way
+    linalg::GenericOp op;      // a candidate, or
+    memref::DeallocOp dealloc; // a deallocation on the way
   };
   SmallVector<Step> path;
   {
@@ -518,10 +517,10 @@ public:
       for (OpOperand &operand : m.op->getOpOperands()) {
         Role role = m.roles[operand.getOperandNumber()];
         if (role == Role::Full || role == Role::Param)
-          widest = std::max<int64_t>(
-              widest,
-              cast<MemRefType>(operand.get().getType()).getElementTypeBitWidth() /
-                  8);
+          widest = std::max<int64_t>(widest,
+                                     cast<MemRefType>(operand.get().getType())
+                                             .getElementTypeBitWidth() /
+                                         8);
       }
     if (widest == 0 || widest > kVectorBytes)
       return false;
@@ -548,12 +547,10 @@ public:
     b.setInsertionPointToStart(&guard.getThenRegion().front());
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     Value grid = gridSize(b, loc, np, 1, kMaxGridX);
-    gpu::LaunchOp launch =
-        createLaunch(b, loc, grid, one, one, threads, 1, 1);
+    gpu::LaunchOp launch = createLaunch(b, loc, grid, one, one, threads, 1, 1);
     tid = launch.getThreadIds().x;
-    auto rows =
-        scf::ForOp::create(b, loc, launch.getBlockIds().x, np,
-                           launch.getGridSize().x);
+    auto rows = scf::ForOp::create(b, loc, launch.getBlockIds().x, np,
+                                   launch.getGridSize().x);
     b.setInsertionPointToStart(rows.getBody());
     pivs = delinearize(b, loc, rows.getInductionVar(), pSizes);
     setUpElements(b);
@@ -651,7 +648,7 @@ private:
     SmallVector<Value> values;
     for (int64_t c = 0; c < chunks; ++c) {
       auto inRange = scf::IfOp::create(b, loc, vecType, chunkValid[c],
-                                        /*withElse=*/true);
+                                       /*withElse=*/true);
       {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(&inRange.getThenRegion().front());
@@ -669,8 +666,8 @@ private:
         for (int64_t j = 0; j < lanes; ++j) {
           Value start = arith::AddIOp::create(
               b, loc, chunkStart[c], arith::ConstantIndexOp::create(b, loc, j));
-          scalars.push_back(memref::LoadOp::create(
-              b, loc, memref, indicesOf(b, role, start)));
+          scalars.push_back(memref::LoadOp::create(b, loc, memref,
+                                                   indicesOf(b, role, start)));
         }
         scf::YieldOp::create(
             b, loc,
@@ -684,8 +681,8 @@ private:
                 b, loc, cast<TypedAttr>(b.getZeroAttr(vecType)))));
       }
       for (int64_t j = 0; j < lanes; ++j)
-        values.push_back(vector::ExtractOp::create(
-            b, loc, inRange.getResult(0), ArrayRef<int64_t>{j}));
+        values.push_back(vector::ExtractOp::create(b, loc, inRange.getResult(0),
+                                                   ArrayRef<int64_t>{j}));
     }
     return values;
   }
@@ -742,8 +739,8 @@ private:
           !m.op.payloadUsesValueFromOperand(&operand)) {
         args.push_back(arith::ConstantOp::create(
             b, loc,
-            cast<TypedAttr>(b.getZeroAttr(
-                getElementTypeOrSelf(operand.get().getType())))));
+            cast<TypedAttr>(
+                b.getZeroAttr(getElementTypeOrSelf(operand.get().getType())))));
         continue;
       }
       args.push_back(valueOf(b, m, operand, e));
@@ -826,8 +823,7 @@ private:
   /// allocation's null check and deallocations).
   bool usedOutside(Value memref) {
     for (Operation *user : memref.getUsers()) {
-      if (isa<memref::DeallocOp, memref::ExtractAlignedPointerAsIndexOp>(
-              user))
+      if (isa<memref::DeallocOp, memref::ExtractAlignedPointerAsIndexOp>(user))
         continue;
       if (llvm::any_of(g.members,
                        [&](Member &m) { return m.op.getOperation() == user; }))
@@ -914,8 +910,8 @@ private:
         auto pointer = cast<memref::ExtractAlignedPointerAsIndexOp>(user);
         // The null check of an allocation that no longer exists passes.
         OpBuilder b(pointer);
-        Value nonNull = arith::ConstantIndexOp::create(b, pointer.getLoc(),
-                                                       kVectorBytes);
+        Value nonNull =
+            arith::ConstantIndexOp::create(b, pointer.getLoc(), kVectorBytes);
         pointer.getResult().replaceAllUsesWith(nonNull);
         pointer.erase();
       }
@@ -943,12 +939,12 @@ public:
       AffineMap id = b.getMultiDimIdentityMap(rank);
       SmallVector<utils::IteratorType> iters(rank,
                                              utils::IteratorType::parallel);
-      linalg::GenericOp::create(
-          b, copy.getLoc(), ValueRange{source}, ValueRange{target},
-          ArrayRef<AffineMap>{id, id}, iters,
-          [](OpBuilder &nb, Location l, ValueRange args) {
-            linalg::YieldOp::create(nb, l, args[0]);
-          });
+      linalg::GenericOp::create(b, copy.getLoc(), ValueRange{source},
+                                ValueRange{target}, ArrayRef<AffineMap>{id, id},
+                                iters,
+                                [](OpBuilder &nb, Location l, ValueRange args) {
+                                  linalg::YieldOp::create(nb, l, args[0]);
+                                });
       copy.erase();
     });
     SmallVector<linalg::GenericOp> seeds;
