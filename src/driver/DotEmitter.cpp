@@ -10,7 +10,7 @@
 // into two consumers) joins those kernels into one cluster listing them
 // all, since a Graphviz node lies in one cluster only. Each kernel is also
 // written as a `// kernel` comment line (index, op, cuda symbol, source
-// lines), the record the tests compare with --emit=mlir-llvm and
+// loop count, source lines), the record the tests compare with --emit=mlir-llvm and
 // --emit=mlir-gpu. Everything is emitted in program order: the output is
 // deterministic.
 //
@@ -152,7 +152,7 @@ void emitFunction(llvm::raw_ostream &os, const Function &fn, size_t fnIndex,
       os << "      // kernel " << k << " " << kernel.op;
       if (!kernel.name.empty())
         os << " " << kernel.name;
-      os << " lines";
+      os << " loops " << kernel.loops << " lines";
       std::set<unsigned> lines;
       for (const SourcePoint &point : kernel.sources)
         if (statementAt.count(point))

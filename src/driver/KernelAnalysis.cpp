@@ -27,6 +27,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/Pass.h"
 
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
@@ -331,6 +332,7 @@ KernelInfo linalgKernel(linalg::LinalgOp op, SizeEvaluator &sizes,
   KernelInfo k;
   k.op = op->getName().getStringRef().str();
   k.sources = kernelSources(op, file);
+  k.loops = op.getNumLoops();
   for (Operation &inner : op.getBlock()->without_terminator())
     k.flopsPerPoint += flopsOf(&inner);
   // The loop ranges from the operands' dims (linalg's shapes-to-loops map).
@@ -366,6 +368,27 @@ KernelInfo linalgKernel(linalg::LinalgOp op, SizeEvaluator &sizes,
     if (op.payloadUsesValueFromOperand(&init))
       add(read, sizes.bytes(init.get()));
   }
+  // Buffers the payload loads from directly (slice, gather, concat read
+  // their source by index): each load reads one element per iteration
+  // point, and the whole buffer at most.
+  llvm::MapVector<Value, int64_t> captured; // buffer -> loads per point
+  op->walk([&](memref::LoadOp load) {
+    Value buffer = load.getMemRef();
+    Operation *owner = buffer.getParentBlock()->getParentOp();
+    if (owner != op.getOperation() && !op->isProperAncestor(owner))
+      ++captured[buffer];
+  });
+  for (auto &[buffer, loads] : captured) {
+    std::optional<int64_t> whole = sizes.bytes(buffer);
+    auto type = cast<MemRefType>(buffer.getType());
+    Type element = type.getElementType();
+    int64_t size =
+        element.isIndex() ? 8 : (element.getIntOrFloatBitWidth() + 7) / 8;
+    if (!whole || !k.iterations)
+      read = std::nullopt;
+    else
+      add(read, std::min(*whole, *k.iterations * loads * size));
+  }
   k.bytesRead = read;
   k.bytesWritten = written;
   return k;
@@ -393,6 +416,7 @@ std::vector<FunctionKernels> collectLinalgKernels(ModuleOp module,
         k.op = "memref.copy";
         k.sources = kernelSources(op, file);
         k.iterations = sizes.elements(copy.getSource());
+        k.loops = cast<MemRefType>(copy.getSource().getType()).getRank();
         k.flops = 0;
         k.bytesRead = sizes.bytes(copy.getSource());
         k.bytesWritten = sizes.bytes(copy.getTarget());
@@ -508,6 +532,7 @@ void KernelProbe::runAfterPass(Pass *pass, Operation *op) {
           to.iterations = from.iterations;
           to.flops = from.flops;
           to.flopsPerPoint = from.flopsPerPoint;
+          to.loops = from.loops;
           to.bytesRead = from.bytesRead;
           to.bytesWritten = from.bytesWritten;
         }

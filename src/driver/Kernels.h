@@ -72,6 +72,9 @@ struct KernelInfo {
   std::optional<int64_t> iterations, flops, bytesRead, bytesWritten;
   /// Floating-point ops per iteration point (from the payload).
   unsigned flopsPerPoint = 0;
+  /// Loops of the iteration space (its rank): 0 for an op on rank-0
+  /// tensors, which lowers to straight-line code, not a loop nest.
+  unsigned loops = 0;
   /// cuda, from `ptxas -v` on the kernel's PTX: registers per thread,
   /// static shared memory, local memory (spills and stack) per thread, in
   /// bytes; std::nullopt when the pipeline did not assemble the kernels.

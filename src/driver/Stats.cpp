@@ -230,6 +230,7 @@ std::string formatStatsJson(
         statements.push_back(std::move(s));
       }
       kernel["statements"] = std::move(statements);
+      kernel["loops"] = k.loops;
       kernel["iterations"] = orNull(k.iterations);
       kernel["flops_per_iteration"] = k.flopsPerPoint;
       kernel["flops"] = orNull(k.flops);
