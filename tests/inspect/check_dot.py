@@ -9,9 +9,9 @@ For each module given, and each target:
   loops of each Kina function's control-flow graph (dominators and back
   edges computed here from the printed blocks), each loop nest's Kina
   statement lines taken from the locations of its ops. At -O0 there is one
-  loop nest per kernel (same count, same lines, in order); at -O2 the
-  matmul kernel is several loop nests, so the sets of line sets must be
-  equal.
+  loop nest per kernel with loops (the same multiset of line sets); at -O2
+  the matmul kernel is several loop nests, so the sets of line sets must be
+  equal. Kernels on rank-0 tensors (`loops 0`) are straight-line code.
 - cuda (when ptxas is there): the kernel symbols of the dot, in order, are
   the `gpu.launch_func` symbols of `--emit=mlir-gpu` in each function, and
   each kernel's lines are those of the locations in its `gpu.func`.
