@@ -10,7 +10,8 @@
 // into two consumers) joins those kernels into one cluster listing them
 // all, since a Graphviz node lies in one cluster only. Each kernel is also
 // written as a `// kernel` comment line (index, op, cuda symbol, source
-// loop count, source lines), the record the tests compare with --emit=mlir-llvm and
+// loop count, source lines), the record the tests compare with --emit=mlir-llvm
+// and
 // --emit=mlir-gpu. Everything is emitted in program order: the output is
 // deterministic.
 //
@@ -111,7 +112,8 @@ void emitFunction(llvm::raw_ostream &os, const Function &fn, size_t fnIndex,
       groups[it->second].push_back(k);
     }
     for (const auto &[statement, kernel] : firstKernelOf)
-      groupOfStatement[statement] = groupOfLeader[classes.getLeaderValue(kernel)];
+      groupOfStatement[statement] =
+          groupOfLeader[classes.getLeaderValue(kernel)];
   }
 
   auto statementNode = [&](size_t i, llvm::StringRef indent) {
@@ -121,8 +123,8 @@ void emitFunction(llvm::raw_ostream &os, const Function &fn, size_t fnIndex,
       results += (r ? ", %" : "%") + s.results[r];
     std::string op = s.op == "call" ? "call @" + s.callee : s.op;
     os << indent << "\"" << prefix << "s" << i << "\" [shape=box, style="
-       << "\"rounded,filled\", fillcolor=white, label=\"" << escape(op)
-       << "\\n" << escape(results) << " : " << escape(typesOf(s.resultTypes))
+       << "\"rounded,filled\", fillcolor=white, label=\"" << escape(op) << "\\n"
+       << escape(results) << " : " << escape(typesOf(s.resultTypes))
        << "\\nline " << pointOf(s.loc).first << "\"];\n";
   };
 
@@ -137,9 +139,8 @@ void emitFunction(llvm::raw_ostream &os, const Function &fn, size_t fnIndex,
         members.push_back(statement);
     bool orphan = members.empty();
     const std::vector<size_t> &ks = groups[g];
-    std::string title =
-        ks.size() == 1 ? "kernel " + std::to_string(ks.front())
-                       : std::to_string(ks.size()) + " kernels";
+    std::string title = ks.size() == 1 ? "kernel " + std::to_string(ks.front())
+                                       : std::to_string(ks.size()) + " kernels";
     std::string list;
     for (size_t k : ks)
       list += "\\l" + escape(kernelTitle(k, kernels->kernels[k]));
@@ -174,8 +175,7 @@ void emitFunction(llvm::raw_ostream &os, const Function &fn, size_t fnIndex,
     std::string type = i < fn.results.size() ? fn.results[i].str() : "";
     os << "    \"" << prefix << "r" << i << "\" [shape=house, style=filled, "
        << "fillcolor=\"#fff2cc\", label=\"result " << i << "\\n"
-       << escape(type) << "\\nline " << pointOf(fn.returnLoc).first
-       << "\"];\n";
+       << escape(type) << "\\nline " << pointOf(fn.returnLoc).first << "\"];\n";
   }
 
   // Edges: definition -> use, one per (definition, use, name).
@@ -218,7 +218,8 @@ std::string emitDot(const Module &module, const KernelReport &report,
   for (size_t i = 0; i < module.functions.size(); ++i) {
     const Function &fn = module.functions[i];
     // MLIRGen names the IR function after the Kina one, with the prefix.
-    const FunctionKernels *kernels = report.lookup((symbolPrefix + fn.name).str());
+    const FunctionKernels *kernels =
+        report.lookup((symbolPrefix + fn.name).str());
     emitFunction(os, fn, i, kernels);
   }
   os << "}\n";

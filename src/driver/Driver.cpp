@@ -87,7 +87,8 @@ Expected<InputPlan> planInputs(const DriverOptions &opts) {
   if (!opts.stats.empty() &&
       llvm::is_contained({"kir", "mlir", "header", "manifest"}, opts.emit))
     return error("--stats needs a stage that runs the target's pipeline, "
-                 "not --emit=" + opts.emit);
+                 "not --emit=" +
+                 opts.emit);
   if (plan.link && opts.emit != "obj")
     return error("--emit=" + opts.emit +
                  " cannot be combined with C sources or objects to link");

@@ -80,9 +80,7 @@ void collectPoints(Location loc, llvm::StringRef file,
 bool isBookkeeping(Operation *op) {
   if (op->hasTrait<OpTrait::ConstantLike>() || isa<memref::DimOp>(op))
     return true;
-  auto indexLike = [](Type t) {
-    return t.isIndex() || t.isInteger(1);
-  };
+  auto indexLike = [](Type t) { return t.isIndex() || t.isInteger(1); };
   if (op->getNumResults() == 0)
     return false;
   return llvm::all_of(op->getOperandTypes(), indexLike) &&
@@ -167,8 +165,7 @@ public:
 
   std::optional<int64_t> dim(Value memref, int64_t d, int depth = 0) {
     auto type = dyn_cast<ShapedType>(memref.getType());
-    if (!type || !type.hasRank() || d < 0 || d >= type.getRank() ||
-        depth > 64)
+    if (!type || !type.hasRank() || d < 0 || d >= type.getRank() || depth > 64)
       return std::nullopt;
     if (!type.isDynamicDim(d))
       return type.getDimSize(d);
@@ -256,15 +253,14 @@ public:
     if (!type || !n)
       return std::nullopt;
     Type element = type.getElementType();
-    int64_t size = element.isIndex()
-                       ? 8
-                       : (element.getIntOrFloatBitWidth() + 7) / 8;
+    int64_t size =
+        element.isIndex() ? 8 : (element.getIntOrFloatBitWidth() + 7) / 8;
     return *n * size;
   }
 
-  std::optional<int64_t>
-  affine(AffineExpr expr, llvm::ArrayRef<std::optional<int64_t>> operands,
-         unsigned numDims) {
+  std::optional<int64_t> affine(AffineExpr expr,
+                                llvm::ArrayRef<std::optional<int64_t>> operands,
+                                unsigned numDims) {
     if (auto c = dyn_cast<AffineConstantExpr>(expr))
       return c.getValue();
     if (auto d = dyn_cast<AffineDimExpr>(expr))
@@ -310,14 +306,13 @@ private:
 /// floats count one (math.fma two); casts, constants, selects and bit
 /// casts none.
 unsigned flopsOf(Operation *op) {
-  llvm::StringRef dialect = op->getDialect()
-                                ? op->getDialect()->getNamespace()
-                                : llvm::StringRef();
+  llvm::StringRef dialect =
+      op->getDialect() ? op->getDialect()->getNamespace() : llvm::StringRef();
   if (dialect != "arith" && dialect != "math")
     return 0;
-  if (isa<arith::ConstantOp, arith::SelectOp, arith::BitcastOp,
-          arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp, arith::UIToFPOp,
-          arith::FPToSIOp, arith::FPToUIOp>(op))
+  if (isa<arith::ConstantOp, arith::SelectOp, arith::BitcastOp, arith::ExtFOp,
+          arith::TruncFOp, arith::SIToFPOp, arith::UIToFPOp, arith::FPToSIOp,
+          arith::FPToUIOp>(op))
     return 0;
   auto isFloat = [](Type t) { return isa<FloatType>(getElementTypeOrSelf(t)); };
   if (!llvm::any_of(op->getOperandTypes(), isFloat) &&
@@ -437,10 +432,10 @@ std::vector<FunctionKernels> collectLinalgKernels(ModuleOp module,
         return;
       ++f.intermediateBuffers;
       std::optional<int64_t> b = sizes.bytes(op->getResult(0));
-      f.intermediateBytes = (f.intermediateBytes && b)
-                                ? std::optional<int64_t>(*f.intermediateBytes +
-                                                         *b)
-                                : std::nullopt;
+      f.intermediateBytes =
+          (f.intermediateBytes && b)
+              ? std::optional<int64_t>(*f.intermediateBytes + *b)
+              : std::nullopt;
     });
     functions.push_back(std::move(f));
   });
@@ -517,8 +512,7 @@ void KernelProbe::runAfterPass(Pass *pass, Operation *op) {
     // The figures of the linalg op each launch comes from: the mappers
     // replace each op by one launch in place, so the order is the same;
     // the op's and the launch's locations must agree.
-    if (fnIndex < linalgLevel.size() &&
-        linalgLevel[fnIndex].name == f.name) {
+    if (fnIndex < linalgLevel.size() && linalgLevel[fnIndex].name == f.name) {
       const FunctionKernels &level = linalgLevel[fnIndex];
       f.intermediateBuffers = level.intermediateBuffers;
       f.intermediateBytes = level.intermediateBytes;

@@ -164,15 +164,15 @@ llvm::Error addPtxasResourceUsage(
 /// The `--stats` text: per function its kernels (sources, FLOPs, bytes,
 /// intensity; cuda: registers, shared memory), the intermediates, then the
 /// stage times (name, milliseconds).
-std::string formatStatsText(
-    const KernelReport &report,
-    const std::vector<std::pair<std::string, double>> &stageTimes);
+std::string
+formatStatsText(const KernelReport &report,
+                const std::vector<std::pair<std::string, double>> &stageTimes);
 
 /// The `--stats=json` document (docs/inspecting.md, schema version 1).
-std::string formatStatsJson(
-    const KernelReport &report, llvm::StringRef input,
-    const std::vector<std::pair<std::string, double>> &stageTimes,
-    const ShapeBindings &shapes);
+std::string
+formatStatsJson(const KernelReport &report, llvm::StringRef input,
+                const std::vector<std::pair<std::string, double>> &stageTimes,
+                const ShapeBindings &shapes);
 
 } // namespace driver
 } // namespace kina

@@ -208,8 +208,7 @@ void addOptions(CLI::App &app, DriverOptions &opts) {
                  "program's ops and the kernels made of them)")
       ->check(
           CLI::IsMember({"kir", "mlir", "mlir-gpu", "ptx", "mlir-llvm", "llvm",
-                         "asm", "obj", "header", "manifest", "shared",
-                         "dot"}));
+                         "asm", "obj", "header", "manifest", "shared", "dot"}));
   app.add_option("-O", opts.optLevel, "Optimisation level 0..3 (default 2)")
       ->check(CLI::Range(0, 3));
   std::vector<std::string> targetNames;

@@ -128,9 +128,9 @@ Json orNull(std::optional<int64_t> v) { return v ? Json(*v) : Json(nullptr); }
 
 } // namespace
 
-std::string formatStatsText(
-    const KernelReport &report,
-    const std::vector<std::pair<std::string, double>> &stageTimes) {
+std::string
+formatStatsText(const KernelReport &report,
+                const std::vector<std::pair<std::string, double>> &stageTimes) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "kinac: stats (target " << report.target << ")\n";
@@ -151,9 +151,9 @@ std::string formatStatsText(
       std::string intensity = "?";
       if (k.flops && k.bytesRead && k.bytesWritten) {
         int64_t bytes = *k.bytesRead + *k.bytesWritten;
-        intensity = bytes ? llvm::formatv("{0:F2}", double(*k.flops) / bytes)
-                                .str()
-                          : "-";
+        intensity =
+            bytes ? llvm::formatv("{0:F2}", double(*k.flops) / bytes).str()
+                  : "-";
       }
       os << llvm::format("  %3zu  %-16s %14s %14s %14s %9s", i, k.op.c_str(),
                          orUnknown(k.flops).c_str(),
@@ -190,10 +190,10 @@ std::string formatStatsText(
   return text;
 }
 
-std::string formatStatsJson(
-    const KernelReport &report, llvm::StringRef input,
-    const std::vector<std::pair<std::string, double>> &stageTimes,
-    const ShapeBindings &shapes) {
+std::string
+formatStatsJson(const KernelReport &report, llvm::StringRef input,
+                const std::vector<std::pair<std::string, double>> &stageTimes,
+                const ShapeBindings &shapes) {
   Json doc;
   doc["schema_version"] = 1;
   doc["input"] = input.str();
