@@ -18,7 +18,8 @@ For each module given, and each target:
 
 And for every module: the statements inside a kernel cluster are exactly
 the statements its kernels name; two runs give the same bytes; `dot -Tsvg`
-renders the output (when Graphviz's dot is installed).
+renders the output (when Graphviz's dot is installed). A module with an
+error gets its located diagnostic, exit code 1, and no output.
 """
 import argparse
 import os
@@ -300,6 +301,21 @@ def main():
             total += check_module(args, path, 'cpu', opt)
         if args.cuda:
             total += check_module(args, path, 'cuda', 2)
+    # A module with an error: exit 1, the existing output left untouched.
+    import tempfile
+    with tempfile.TemporaryDirectory() as work:
+        bad = os.path.join(work, 'bad.kir')
+        out = os.path.join(work, 'bad.dot')
+        with open(bad, 'w') as f:
+            f.write('func @f(%x: f32[4]) -> f32[4] {\n  %y = exp %x : i32[4]\n'
+                    '  return %y\n}\n')
+        with open(out, 'w') as f:
+            f.write('sentinel')
+        r = subprocess.run([args.kinac, bad, '--emit=dot', '-o', out],
+                           capture_output=True, text=True)
+        assert r.returncode == 1 and ':2:' in r.stderr, \
+            'bad module: exit %d, %s' % (r.returncode, r.stderr)
+        assert open(out).read() == 'sentinel', 'bad module: output replaced'
     print('check_dot: %d modules, %d kernels checked%s' % (
         len(args.modules), total, '' if args.dot else
         ' (Graphviz dot not found: rendering not checked)'))
