@@ -351,6 +351,8 @@ KernelInfo linalgKernel(linalg::LinalgOp op, SizeEvaluator &sizes,
   }
   if (k.iterations)
     k.flops = *k.iterations * k.flopsPerPoint;
+  else if (k.flopsPerPoint == 0)
+    k.flops = 0; // a fill or a copy: no FLOPs whatever the sizes
   std::optional<int64_t> read = 0, written = 0;
   auto add = [](std::optional<int64_t> &sum, std::optional<int64_t> v) {
     sum = (sum && v) ? std::optional<int64_t>(*sum + *v) : std::nullopt;
