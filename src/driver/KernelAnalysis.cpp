@@ -461,7 +461,7 @@ void KernelProbe::runBeforePass(Pass *pass, Operation *op) {
   if (!module || pass->getArgument() != "kina-gpu-map-matmul")
     return;
   linalgLevel = collectLinalgKernels(module, file, shapes);
-  // The anchors are recomputed from the ops when launches are matched.
+  // The location of each op, which its launch must carry (runAfterPass).
   anchors.clear();
   module.walk([&](func::FuncOp fn) {
     if (!fn->hasAttr(kParamNamesAttr) || fn.isExternal())

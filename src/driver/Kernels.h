@@ -104,12 +104,14 @@ struct FunctionKernels {
 
 /// Everything KernelProbe recorded for one module.
 struct KernelReport {
+  /// The --target whose pipeline ran ("cpu", "cuda").
   std::string target;
   std::vector<FunctionKernels> functions;
   /// Whether the pipeline reached the point where kernels are recorded.
   bool complete = false;
   /// cuda: whether ptxas's figures are filled in.
   bool resourceUsage = false;
+  /// The kernels of the function whose IR symbol is `fn`, or nullptr.
   const FunctionKernels *lookup(llvm::StringRef fn) const {
     for (const FunctionKernels &f : functions)
       if (f.name == fn)
@@ -150,10 +152,11 @@ std::string emitDot(const Module &module, const KernelReport &report,
 void describeStatements(KernelReport &report, const Module &module,
                         llvm::StringRef symbolPrefix);
 
-/// Fills each kernel's registers, shared and local memory of `report` from
-/// `ptxas -v -arch=<gpuArch>` run on each kernel module's PTX
-/// (`ptxByModule`: gpu.module name -> PTX text). `ptxas` is the tool's
-/// path; `run` runs it and returns its standard error or an error.
+/// Fills each kernel's registers, shared memory and stack frame (bytes) in
+/// `report` from `ptxas -v -arch=<gpuArch>` run on each kernel module's PTX
+/// (`ptxByModule`: gpu.module name, PTX text). `run(args, ptx)` runs ptxas
+/// with `args` (args[0] its display name) on the PTX and returns its
+/// report (stdout and stderr), or an error, which is returned.
 llvm::Error addPtxasResourceUsage(
     KernelReport &report,
     const std::vector<std::pair<std::string, std::string>> &ptxByModule,
@@ -168,7 +171,8 @@ std::string
 formatStatsText(const KernelReport &report,
                 const std::vector<std::pair<std::string, double>> &stageTimes);
 
-/// The `--stats=json` document (docs/inspecting.md, schema version 1).
+/// The `--stats=json` document (docs/inspecting.md, schema version 1):
+/// `input` the .kir file as given, `shapes` --stats-shape's bindings.
 std::string
 formatStatsJson(const KernelReport &report, llvm::StringRef input,
                 const std::vector<std::pair<std::string, double>> &stageTimes,
