@@ -536,7 +536,15 @@ public:
   void emit() {
     Operation *lastOp = g.members.back().op;
     OpBuilder b(lastOp);
-    loc = lastOp->getLoc();
+    // The kernel's location: every member's, with the run's length (the
+    // kernel report, src/driver/KernelAnalysis.cpp, reads it).
+    SmallVector<Location> memberLocs;
+    for (Member &m : g.members)
+      memberLocs.push_back(m.op.getLoc());
+    loc =
+        FusedLoc::get(b.getContext(), memberLocs,
+                      b.getArrayAttr({b.getStringAttr("kina-gpu-map-rows"),
+                                      b.getI64IntegerAttr(g.members.size())}));
     SmallVector<Value> sizes = loopSizes(b, loc, g.shapeOp);
     pSizes.assign(sizes.begin(), sizes.begin() + g.k);
     Value np = product(b, loc, pSizes);
