@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
@@ -497,7 +498,9 @@ void KernelProbe::runAfterPass(Pass *pass, Operation *op) {
     FunctionKernels f;
     f.name = fn.getSymName().str();
     std::vector<std::optional<SourcePoint>> launchAnchors;
+    std::vector<gpu::LaunchFuncOp> launches;
     fn.walk([&](gpu::LaunchFuncOp launch) {
+      launches.push_back(launch);
       KernelInfo k;
       k.name = "@" + launch.getKernelModuleName().str() + "::@" +
                launch.getKernelName().str();
@@ -511,26 +514,76 @@ void KernelProbe::runAfterPass(Pass *pass, Operation *op) {
       launchAnchors.push_back(anchorOf(launch.getLoc(), file));
       f.kernels.push_back(std::move(k));
     });
-    // The figures of the linalg op each launch comes from: the mappers
-    // replace each op by one launch in place, so the order is the same;
-    // the op's and the launch's locations must agree.
+    // The figures of the linalg ops each launch comes from. The mappers
+    // replace each op by one launch in place, so the order is the same,
+    // with two exceptions of the cuda target's mappers: the elementwise
+    // mapper's scalar fallback (a launch in the else branch of an scf.if
+    // whose then branch launches the vector kernel: the same op, so the
+    // same figures), and kina-gpu-map-rows, whose one launch replaces a
+    // run of N ops (its location is a FusedLoc with the metadata
+    // ["kina-gpu-map-rows", N]): FLOPs and iterations are summed and
+    // maximised over the run, bytes are not derived (the kernel moves
+    // fewer than its ops did). The ops' and the launches' locations must
+    // agree where one launch is one op.
     if (fnIndex < linalgLevel.size() && linalgLevel[fnIndex].name == f.name) {
       const FunctionKernels &level = linalgLevel[fnIndex];
       f.intermediateBuffers = level.intermediateBuffers;
       f.intermediateBytes = level.intermediateBytes;
-      bool matched = level.kernels.size() == f.kernels.size() &&
-                     anchors[fnIndex] == launchAnchors;
+      std::vector<std::pair<size_t, size_t>> spans; // first op, op count
+      size_t next = 0;
+      bool matched = true;
+      for (size_t i = 0; i < launches.size(); ++i) {
+        gpu::LaunchFuncOp launch = launches[i];
+        auto ifOp = dyn_cast<scf::IfOp>(launch->getParentOp());
+        bool fallback =
+            i > 0 && ifOp &&
+            launch->getParentRegion() == &ifOp.getElseRegion() &&
+            !ifOp.getThenRegion().getOps<gpu::LaunchFuncOp>().empty();
+        if (fallback) {
+          spans.push_back(spans.back());
+          continue;
+        }
+        size_t count = 1;
+        if (auto fused = dyn_cast<FusedLoc>(launch.getLoc()))
+          if (auto meta = dyn_cast_or_null<ArrayAttr>(fused.getMetadata()))
+            if (meta.size() == 2 && isa<StringAttr>(meta[0]) &&
+                cast<StringAttr>(meta[0]).getValue() == "kina-gpu-map-rows")
+              if (auto n = dyn_cast<IntegerAttr>(meta[1]))
+                count = n.getInt();
+        if (count == 1 && (next >= anchors[fnIndex].size() ||
+                           anchors[fnIndex][next] != launchAnchors[i]))
+          matched = false;
+        spans.push_back({next, count});
+        next += count;
+      }
+      matched &= next == level.kernels.size();
       if (matched)
         for (size_t i = 0; i < f.kernels.size(); ++i) {
-          const KernelInfo &from = level.kernels[i];
+          auto [first, count] = spans[i];
           KernelInfo &to = f.kernels[i];
+          const KernelInfo &from = level.kernels[first + count - 1];
           to.op = from.op;
+          to.loops = from.loops;
+          to.flopsPerPoint = from.flopsPerPoint;
           to.iterations = from.iterations;
           to.flops = from.flops;
-          to.flopsPerPoint = from.flopsPerPoint;
-          to.loops = from.loops;
           to.bytesRead = from.bytesRead;
           to.bytesWritten = from.bytesWritten;
+          if (count == 1)
+            continue;
+          to.bytesRead = to.bytesWritten = std::nullopt;
+          to.flopsPerPoint = 0;
+          std::optional<int64_t> flops = 0;
+          for (size_t j = first; j < first + count; ++j) {
+            const KernelInfo &op = level.kernels[j];
+            to.loops = std::max(to.loops, op.loops);
+            if (op.iterations && to.iterations)
+              to.iterations = std::max(*to.iterations, *op.iterations);
+            flops = flops && op.flops
+                        ? std::optional<int64_t>(*flops + *op.flops)
+                        : std::nullopt;
+          }
+          to.flops = flops;
         }
     }
     ++fnIndex;

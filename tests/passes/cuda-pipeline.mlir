@@ -6,7 +6,9 @@
 // stopped after its gpu-map stage (stop-after=mlir-gpu, what
 // `kinac --target=cuda --emit=mlir-gpu` prints): the bufferized host code
 // launches one outlined kernel per op (the add and the relu fused at -O2,
-// two kernels at opt-level=0), no linalg op stays on the host, each result
+// two at opt-level=0; each elementwise op a 16-byte vector kernel and its
+// scalar fallback, chosen on the host; the fill and the row sum one
+// block-per-row kernel), no linalg op stays on the host, each result
 // comes from the runtime's allocation, and the status entry makes the
 // kina_rt_gpu_* calls. The whole pipeline: cuda-pipeline-binary.mlir;
 // check_pipeline_equivalence.py --target=cuda compares this stage with
@@ -18,31 +20,45 @@
 // CHECK-SAME: memref<?x4xf32>
 // CHECK-NOT: linalg.
 // CHECK: memref.alloc
+// CHECK: memref.extract_aligned_pointer_as_index
+// CHECK: scf.if
 // CHECK: gpu.launch_func  @[[K:addrelu_kernel]]::@addrelu_kernel blocks in ({{.*}}) threads in (%c256
+// CHECK: } else {
+// CHECK: gpu.launch_func  @[[S:addrelu_kernel_0]]::@addrelu_kernel blocks in ({{.*}}) threads in (%c256
 // CHECK-NOT: gpu.launch_func
 // CHECK: return
 // CHECK: gpu.module @[[K]] {
+// CHECK: gpu.func @addrelu_kernel({{.*}}) kernel
+// CHECK: vector.load {{.*}} {alignment = 16 : i64} : memref<?x4xf32>, vector<4xf32>
+// CHECK: arith.addf
+// CHECK: arith.maximumf
+// CHECK: vector.store {{.*}} {alignment = 16 : i64} : memref<?x4xf32>, vector<4xf32>
+// CHECK: gpu.return
+// CHECK: gpu.module @[[S]] {
 // CHECK: gpu.func @addrelu_kernel({{.*}}) kernel
 // CHECK: arith.addf
 // CHECK: arith.maximumf
 // CHECK: gpu.return
 
+// The fill of the [?, 3] result: 3 is no multiple of 4 lanes, scalar only.
 // CHECK-LABEL: func.func @mm(
 // CHECK-NOT: linalg.
 // CHECK: gpu.launch_func  @mm_kernel::@mm_kernel
-// CHECK: gpu.launch_func  @mm_kernel_0::@mm_kernel {{.*}} threads in (%c16{{.*}}, %c16
+// CHECK: gpu.launch_func  @[[MM:mm_kernel_[0-9]+]]::@mm_kernel {{.*}} threads in (%c16{{.*}}, %c16
 // CHECK: return
-// CHECK: gpu.module @mm_kernel_0 {
+// CHECK: gpu.module @[[MM]] {
 // CHECK: gpu.func @mm_kernel({{.*}}) workgroup({{.*}} : memref<16x16xf32, #gpu.address_space<workgroup>>, {{.*}} : memref<16x16xf32, #gpu.address_space<workgroup>>) kernel
 // CHECK: gpu.barrier
 
+// The fill and the row sum: one block-per-row kernel (kina-gpu-map-rows).
 // CHECK-LABEL: func.func @rsum(
 // CHECK-NOT: linalg.
-// CHECK: gpu.launch_func  @rsum_kernel::@rsum_kernel
-// CHECK: gpu.launch_func  @rsum_kernel_1::@rsum_kernel
-// CHECK: gpu.module @rsum_kernel_1 {
-// CHECK: gpu.func @rsum_kernel({{.*}}) workgroup({{.*}} : memref<256xf32, #gpu.address_space<workgroup>>) kernel
-// CHECK-COUNT-8: gpu.barrier
+// CHECK: gpu.launch_func  @rsum_kernel::@rsum_kernel {{.*}} threads in (%c32
+// CHECK-NOT: gpu.launch_func
+// CHECK: gpu.module @rsum_kernel {
+// CHECK: gpu.func @rsum_kernel(
+// CHECK: vector.load
+// CHECK: gpu.all_reduce  add
 
 // CHECK-LABEL: func.func @kina_addrelu(
 // CHECK: call @kina_rt_gpu_enter()
@@ -54,6 +70,8 @@
 // O0-LABEL: func.func @addrelu(
 // O0: gpu.launch_func  @addrelu_kernel::@addrelu_kernel
 // O0: gpu.launch_func  @addrelu_kernel_0::@addrelu_kernel
+// O0: gpu.launch_func  @addrelu_kernel_1::@addrelu_kernel
+// O0: gpu.launch_func  @addrelu_kernel_2::@addrelu_kernel
 // O0-LABEL: func.func @mm(
 
 #map = affine_map<(d0, d1) -> (d0, d1)>

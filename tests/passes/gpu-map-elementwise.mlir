@@ -1,10 +1,14 @@
 // kina-gpu-map-elementwise (src/targets/cuda/GpuMapElementwise.cpp): each
-// bufferized all-parallel generic and each memref.copy becomes one
+// bufferized all-parallel generic and each memref.copy becomes a
 // gpu.launch of 256 threads per block with a grid-stride loop over the
 // linear index of the iteration space, delinearized row-major, loading the
 // operands through their indexing maps (a broadcast operand by the inner
 // index only); the launch is guarded on the host by the element count being
-// positive, and a static empty space launches nothing. A constant the
+// positive, and a static empty space launches nothing. Where the innermost
+// size can be a multiple of the 16-byte vector's lanes, the host checks it
+// (when dynamic) and the contiguous memrefs' alignment and launches a
+// vector kernel (4 vectors per thread, vector.load/vector.store with
+// alignment 16), else the scalar kernel. A constant the
 // kernel reads (memref.get_global) is cloned into the kernel. Failure:
 // gpu-map-elementwise-invalid.mlir.
 // RUN: %kina-opt %s --kina-gpu-map-elementwise | FileCheck %s
@@ -16,6 +20,21 @@ memref.global "private" constant @cst : memref<8xf32> = dense<2.0>
 // CHECK-NOT: linalg.generic
 // CHECK: %[[N:.*]] = memref.dim %[[A]]
 // CHECK: scf.if
+// CHECK: %[[PA:.*]] = memref.extract_aligned_pointer_as_index %[[A]]
+// CHECK: arith.remui %[[PA]], %c16
+// CHECK: memref.extract_aligned_pointer_as_index %[[B]]
+// CHECK: memref.extract_aligned_pointer_as_index %[[O]]
+// CHECK: scf.if
+// CHECK: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256{{.*}}, %{{.*}}, %{{.*}})
+// CHECK: scf.for
+// CHECK-COUNT-4: affine.delinearize_index %{{.*}} into (%[[N]], %c8)
+// CHECK: vector.load %[[A]]{{.*}} {alignment = 16 : i64} : memref<?x8xf32>, vector<4xf32>
+// CHECK: vector.load %[[B]]{{.*}} {alignment = 16 : i64} : memref<8xf32>, vector<4xf32>
+// CHECK-COUNT-4: math.exp
+// CHECK: vector.from_elements
+// CHECK: vector.store {{.*}}, %[[O]]{{.*}} {alignment = 16 : i64} : memref<?x8xf32>, vector<4xf32>
+// CHECK: gpu.terminator
+// CHECK: } else {
 // CHECK: gpu.launch blocks(%[[BX:.*]], %{{.*}}, %{{.*}}) in (%[[GX:.*]] = %{{.*}}, %{{.*}}, %{{.*}}) threads(%[[TX:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256{{.*}}, %{{.*}}, %{{.*}})
 // CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step
 // CHECK: %[[IJ:.*]]:2 = affine.delinearize_index %[[I]] into (%[[N]], %c8) : index, index
@@ -37,27 +56,38 @@ func.func @chain(%a: memref<?x8xf32>, %b: memref<8xf32>, %o: memref<?x8xf32>) {
   return
 }
 
+// The innermost size 3 is no multiple of 4 lanes: the scalar kernel only.
 // CHECK-LABEL: func.func @copy(
 // CHECK-SAME: %[[A:.*]]: memref<4x3xi32>, %[[O:.*]]: memref<4x3xi32>)
 // CHECK-NOT: memref.copy
+// CHECK-NOT: vector.load
 // CHECK: gpu.launch
 // CHECK: %[[IJ:.*]]:2 = affine.delinearize_index %{{.*}} into (%c4{{.*}}, %c3{{.*}})
 // CHECK: %[[V:.*]] = memref.load %[[A]][%[[IJ]]#0, %[[IJ]]#1]
 // CHECK: memref.store %[[V]], %[[O]][%[[IJ]]#0, %[[IJ]]#1]
 // CHECK-NOT: memref.copy
+// CHECK-NOT: gpu.launch
 // CHECK: return
 func.func @copy(%a: memref<4x3xi32>, %o: memref<4x3xi32>) {
   memref.copy %a, %o : memref<4x3xi32> to memref<4x3xi32>
   return
 }
 
+// The constant becomes a device global aligned to its element only: the
+// vector kernel loads it lane by lane.
 // CHECK-LABEL: func.func @scale(
 // CHECK-SAME: %[[A:.*]]: memref<8xf32>, %[[O:.*]]: memref<8xf32>)
 // CHECK: gpu.launch
 // CHECK-NEXT: %[[C:.*]] = memref.get_global @cst : memref<8xf32>
+// CHECK: vector.load %[[A]]
+// CHECK-COUNT-4: memref.load %[[C]]
+// CHECK: arith.mulf
+// CHECK: vector.store
+// CHECK: gpu.launch
+// CHECK-NEXT: %[[C2:.*]] = memref.get_global @cst : memref<8xf32>
 // CHECK: scf.for %[[I:.*]] =
 // CHECK: %[[X:.*]] = memref.load %[[A]][%[[I]]]
-// CHECK: %[[Y:.*]] = memref.load %[[C]][%[[I]]]
+// CHECK: %[[Y:.*]] = memref.load %[[C2]][%[[I]]]
 // CHECK: arith.mulf %[[X]], %[[Y]]
 // CHECK: return
 func.func @scale(%a: memref<8xf32>, %o: memref<8xf32>) {

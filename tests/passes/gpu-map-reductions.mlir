@@ -88,3 +88,37 @@ func.func @parallel(%a: memref<8xf32>, %o: memref<8xf32>) {
   }
   return
 }
+
+// A reduction over the outer dim (reduce_sum over axis 0): the column
+// kernel, 32 x 32 threads, x over consecutive output points (coalesced
+// loads of a row), y over the reduced rows from the identity 0, four loads
+// per step, a 5-step tree over y in workgroup memory, thread (x, 0) adding
+// the init.
+// CHECK-LABEL: func.func @col_sum(
+// CHECK-SAME: %[[X:.*]]: memref<?x300xf32>, %[[Y:.*]]: memref<300xf32>)
+// CHECK: gpu.launch {{.*}} threads(%[[TX:.*]], %[[TY:.*]], %{{.*}}) in (%{{.*}} = %c32{{.*}}, %{{.*}} = %c32{{.*}}, %{{.*}}) workgroup(%[[SH:.*]] : memref<32x32xf32, #gpu.address_space<workgroup>>)
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: memref.load %[[X]]
+// CHECK: memref.load %[[X]]
+// CHECK: memref.load %[[X]]
+// CHECK: memref.load %[[X]]
+// CHECK-COUNT-4: arith.addf
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: memref.store %{{.*}}, %[[SH]][%[[TY]], %[[TX]]]
+// CHECK-NEXT: gpu.barrier
+// CHECK-COUNT-5: gpu.barrier
+// CHECK: memref.load %[[Y]]
+// CHECK: memref.load %[[SH]][%c0{{.*}}, %[[TX]]]
+// CHECK: arith.addf
+// CHECK: memref.store %{{.*}}, %[[Y]]
+// CHECK: gpu.terminator
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @col_sum(%x: memref<?x300xf32>, %y: memref<300xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>], iterator_types = ["reduction", "parallel"]} ins(%x : memref<?x300xf32>) outs(%y : memref<300xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  }
+  return
+}

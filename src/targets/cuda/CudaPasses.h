@@ -28,6 +28,9 @@ namespace kina::cuda {
 //  - `kina-gpu-map-matmul` (GpuMapMatmul.cpp, createGpuMapMatmulPass()):
 //    contraction generics (matmul, batched, broadcast, rank-1) to 16x16
 //    shared-memory tiled kernels;
+//  - `kina-gpu-map-rows` (GpuMapRows.cpp, createGpuMapRowsPass()): a run
+//    of row reductions with their elementwise producers and consumers
+//    (softmax, the norms) to one block-per-row kernel;
 //  - `kina-gpu-map-reductions` (GpuMapReductions.cpp,
 //    createGpuMapReductionsPass()): generics with reduction loops to
 //    block-per-output kernels with a shared-memory tree;

@@ -38,6 +38,35 @@ def GpuMapMatmulPass : Pass<"kina-gpu-map-matmul", "mlir::ModuleOp"> {
                            "mlir::scf::SCFDialect"];
 }
 
+def GpuMapRowsPass : Pass<"kina-gpu-map-rows", "mlir::ModuleOp"> {
+  let summary = "Map a run of row reductions and their elementwise "
+                "producers and consumers (softmax, the norms) to one "
+                "block-per-row kernel holding the row in registers";
+  let description = [{
+    Finds runs of bufferized `linalg.generic`s over one row space (P
+    leading loops, R trailing loops): reductions of exactly the R loops
+    (`comb(acc, e)` regions) into row buffers, elementwise ops over P x R
+    that read those row buffers through projections, and ops over P only
+    (fills, mean, denominators), consecutive along the path of execution
+    (allocation checks and deallocations may stand between). Each run
+    becomes one `gpu.launch`, one block per row (grid-stride over rows):
+    each thread holds its 16-byte chunks of the row in registers, the ops
+    run in order on those values, reductions combine the threads' partials
+    with `gpu.all_reduce`, and the buffers read after the run are stored
+    once; buffers only the run used are no longer allocated. Needs a static
+    R that is a multiple of the vector lanes and fits in registers (at most
+    32 elements per thread, 512 threads); other runs are left to the next
+    mappers. Runs after kina-gpu-map-matmul, before
+    kina-gpu-map-reductions. Cannot fail.
+  }];
+  let dependentDialects = ["mlir::affine::AffineDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::gpu::GPUDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect",
+                           "mlir::vector::VectorDialect"];
+}
+
 def GpuMapReductionsPass : Pass<"kina-gpu-map-reductions", "mlir::ModuleOp"> {
   let summary = "Map reduction linalg.generic ops to block-per-output GPU "
                 "kernels with a shared-memory tree reduction";
@@ -47,6 +76,10 @@ def GpuMapReductionsPass : Pass<"kina-gpu-map-reductions", "mlir::ModuleOp"> {
     (grid-stride over the points): each thread folds a strided part of the
     reduced extent, then a tree of 8 halving steps over workgroup memory
     combines the partial results, and thread 0 combines them with the init.
+    A reduction whose innermost loop is parallel (over outer dims) with
+    `comb(acc, e)` yields gets a coalesced column kernel instead: 32 x 32
+    threads, x over consecutive output points, y over slices of the
+    reduced extent (4 loads in flight), a tree over y in workgroup memory.
     Regions it cannot split into a combiner and a contribution
     (`comb(acc, e)` with an associative, commutative arith op, or
     `select(c, e, acc)` for argmax/argmin) are folded by one thread per
@@ -66,18 +99,24 @@ def GpuMapElementwisePass
                 "grid-stride GPU kernels";
   let description = [{
     Turns each host-side all-parallel bufferized `linalg.generic` and each
-    `memref.copy` into a `gpu.launch` of 256 threads per block (at most
-    65535 blocks) with a grid-stride loop over the linear index of the
-    iteration space, delinearized row-major; `memref.get_global`s a kernel
-    reads are cloned into it (device globals after outlining). Runs last of
-    the three mappers. Fails, naming the op, when any linalg op or
+    `memref.copy` into GPU kernels: a vector kernel (16-byte
+    `vector.load`/`vector.store` of the operands contiguous along the
+    innermost loop, 4 vectors per thread, 256 threads per block) where the
+    innermost size is a multiple of the lanes and the pointers are 16-byte
+    aligned (checked on the host when not static), and a scalar grid-stride
+    kernel of 256 threads per block (at most 65535 blocks) over the linear
+    index of the iteration space, delinearized row-major, otherwise;
+    `memref.get_global`s a kernel reads are cloned into it (device globals
+    after outlining). Runs last of the mappers. Fails, naming the op, when
+    any linalg op or
     `memref.copy` remains on the host afterwards.
   }];
   let dependentDialects = ["mlir::affine::AffineDialect",
                            "mlir::arith::ArithDialect",
                            "mlir::gpu::GPUDialect",
                            "mlir::memref::MemRefDialect",
-                           "mlir::scf::SCFDialect"];
+                           "mlir::scf::SCFDialect",
+                           "mlir::vector::VectorDialect"];
 }
 
 #endif // KINA_CUDA_PASSES_TD

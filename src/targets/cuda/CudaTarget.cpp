@@ -41,6 +41,7 @@
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
@@ -141,6 +142,9 @@ public:
   llvm::StringRef allocFunction() const override { return kGpuAllocFunction; }
   void getDependentDialects(DialectRegistry &registry) const override {
     registry.insert<gpu::GPUDialect, NVVM::NVVMDialect>();
+    // The kernels' vector loads and stores: convert-gpu-to-nvvm lowers
+    // every dialect with a ConvertToLLVM interface.
+    vector::registerConvertVectorToLLVMInterface(registry);
     NVVM::registerNVVMTargetInterfaceExternalModels(registry);
     registerAllGPUToLLVMIRTranslations(registry);
   }
@@ -192,6 +196,7 @@ void CudaTarget::buildStage(OpPassManager &pm, const TargetOptions &options,
     pm.addPass(createEntryPointsPass(options.stamp, /*gpu=*/true));
     pm.addPass(createLinalgGeneralizeNamedOpsPass());
     pm.addPass(cuda::createGpuMapMatmulPass());
+    pm.addPass(cuda::createGpuMapRowsPass());
     pm.addPass(cuda::createGpuMapReductionsPass());
     pm.addPass(cuda::createGpuMapElementwisePass());
     pm.addPass(createGpuLaunchSinkIndexComputationsPass());

@@ -15,6 +15,8 @@
 
 #include "llvm/ADT/SetVector.h"
 
+#include <limits>
+
 using namespace mlir;
 
 namespace kina::cuda {
@@ -176,6 +178,48 @@ FailureOr<SmallVector<Value>> cloneSlice(OpBuilder &b, linalg::GenericOp op,
   for (Value root : roots)
     results.push_back(mapping.lookupOrDefault(root));
   return results;
+}
+
+std::optional<Combiner> combinerOf(Operation *def, Type type) {
+  Builder b(def->getContext());
+  auto fl = [&](double v) -> TypedAttr { return b.getFloatAttr(type, v); };
+  auto in = [&](APInt v) -> TypedAttr { return b.getIntegerAttr(type, v); };
+  unsigned w = type.isIntOrFloat() ? type.getIntOrFloatBitWidth() : 0;
+  double inf = std::numeric_limits<double>::infinity();
+  using K = gpu::AllReduceOperation;
+  if (isa<arith::AddFOp>(def))
+    return Combiner{def, K::ADD, fl(0.0)};
+  if (isa<arith::MulFOp>(def))
+    return Combiner{def, K::MUL, fl(1.0)};
+  if (isa<arith::MaximumFOp>(def))
+    return Combiner{def, K::MAXIMUMF, fl(-inf)};
+  if (isa<arith::MinimumFOp>(def))
+    return Combiner{def, K::MINIMUMF, fl(inf)};
+  if (isa<arith::MaxNumFOp>(def))
+    return Combiner{def, K::MAXNUMF, fl(-inf)};
+  if (isa<arith::MinNumFOp>(def))
+    return Combiner{def, K::MINNUMF, fl(inf)};
+  if (!isa<IntegerType>(type))
+    return std::nullopt;
+  if (isa<arith::AddIOp>(def))
+    return Combiner{def, K::ADD, in(APInt::getZero(w))};
+  if (isa<arith::MulIOp>(def))
+    return Combiner{def, K::MUL, in(APInt(w, 1))};
+  if (isa<arith::MaxSIOp>(def))
+    return Combiner{def, K::MAXSI, in(APInt::getSignedMinValue(w))};
+  if (isa<arith::MinSIOp>(def))
+    return Combiner{def, K::MINSI, in(APInt::getSignedMaxValue(w))};
+  if (isa<arith::MaxUIOp>(def))
+    return Combiner{def, K::MAXUI, in(APInt::getZero(w))};
+  if (isa<arith::MinUIOp>(def))
+    return Combiner{def, K::MINUI, in(APInt::getMaxValue(w))};
+  if (isa<arith::AndIOp>(def))
+    return Combiner{def, K::AND, in(APInt::getAllOnes(w))};
+  if (isa<arith::OrIOp>(def))
+    return Combiner{def, K::OR, in(APInt::getZero(w))};
+  if (isa<arith::XOrIOp>(def))
+    return Combiner{def, K::XOR, in(APInt::getZero(w))};
+  return std::nullopt;
 }
 
 bool isMappableGeneric(linalg::GenericOp op) {

@@ -18,6 +18,7 @@
 #include "mlir/IR/IRMapping.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace kina::cuda {
 
@@ -97,6 +98,21 @@ mlir::FailureOr<llvm::SmallVector<mlir::Value>>
 cloneSlice(mlir::OpBuilder &b, mlir::linalg::GenericOp op,
            mlir::ValueRange roots, mlir::IRMapping mapping,
            mlir::ValueRange ivs);
+
+/// The combiner of a reduction's yield `comb(acc, e)`: the arith op, the
+/// `gpu.all_reduce` kind that performs it over a block, and its identity
+/// (what an element outside the reduced extent contributes).
+struct Combiner {
+  mlir::Operation *op;
+  mlir::gpu::AllReduceOperation kind;
+  mlir::TypedAttr identity;
+};
+
+/// The combiner of `def` (an op of a reduction region yielding `type`):
+/// addf, mulf, maximumf, minimumf, maxnumf, minnumf (identities 0, 1,
+/// -inf, +inf, -inf, +inf) or, on integers, addi, muli, max/min s/u, andi,
+/// ori, xori; nullopt for any other op.
+std::optional<Combiner> combinerOf(mlir::Operation *def, mlir::Type type);
 
 /// True when `op` is a `linalg.generic` on memrefs whose operands the
 /// mappers can load and store (ranked memrefs or scalars).

@@ -15,6 +15,18 @@
 //       after a barrier, combines the partials of the first min(NR, 256)
 //       threads; thread 0 combines the init with the total and stores it.
 //
+// A reduction whose innermost loop is parallel (over outer dims:
+// reduce_sum over axis 0 of [R, C]) would read a column per block,
+// uncoalesced; when each yield is `comb(acc, e)` with a combiner that has
+// an identity (GpuCodegen.h, combinerOf) it gets the column kernel
+// instead: blocks of 32 x 32 threads, x over 32 consecutive output points
+// (a warp reads 32 consecutive elements of a row), y over slices of the
+// reduced extent (4 loads in flight per thread and step, starting from the
+// identity), a 5-step tree over y in workgroup memory, and thread (x, 0)
+// storing comb(init, total). Row reductions with their producers and
+// consumers (softmax, the norms) are usually taken before this pass by
+// kina-gpu-map-rows.
+//
 // The region of a reduction generic folds one element into the
 // accumulator, `acc' = yield(x, acc)`, which cannot combine two partials
 // directly. Each yielded value must therefore have one of two forms:
@@ -306,6 +318,196 @@ struct ReductionKernel {
   }
 };
 
+/// Threads of the column kernel: kColumnsX output points (consecutive in
+/// the innermost loop: coalesced) by kColumnsY slices of the reduced
+/// extent; each thread keeps kColumnUnroll loads in flight.
+constexpr int64_t kColumnsX = 32;
+constexpr int64_t kColumnsY = 32;
+constexpr int64_t kColumnUnroll = 4;
+
+/// True when `op` reduces outer loops only (its innermost loop is
+/// parallel) and every output folds `comb(acc, e)` with a combiner that
+/// has an identity: the column kernel applies.
+bool isColumnReduction(linalg::GenericOp op) {
+  auto iters = op.getIteratorTypesArray();
+  if (iters.empty() || iters.back() != utils::IteratorType::parallel)
+    return false;
+  Block &body = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  for (auto [k, y] : llvm::enumerate(yield.getValues())) {
+    Operation *def = y.getDefiningOp();
+    if (!def || def->getBlock() != &body || isa<arith::SelectOp>(def) ||
+        !combinerOf(def, y.getType()))
+      return false;
+  }
+  return true;
+}
+
+/// The column kernel: a reduction over outer loops (reduce_sum over axis 0
+/// of [R, C], say) as blocks of 32 x 32 threads. Thread (x, y) of block b
+/// computes output point p = b*32 + x (grid-stride over the points; the
+/// innermost loop is the fastest, so a warp reads 32 consecutive elements
+/// of a row) over the reduction points y, y+32, ... (4 loads in flight per
+/// step), starting from the combiner's identity; the 32 partials of a
+/// column are combined in workgroup memory by a tree of 5 halving steps,
+/// and thread (x, 0) stores comb(init, total).
+LogicalResult emitColumn(ReductionKernel &k) {
+  linalg::GenericOp op = k.op;
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  k.sizes = loopSizes(b, loc, op);
+  for (auto [d, it] : llvm::enumerate(op.getIteratorTypesArray())) {
+    bool parallel = it == utils::IteratorType::parallel;
+    (parallel ? k.pDims : k.rDims).push_back(d);
+    (parallel ? k.pSizes : k.rSizes).push_back(k.sizes[d]);
+  }
+  Block &body = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  SmallVector<Combiner> combs;
+  SmallVector<Type> accTypes;
+  for (Value y : yield.getValues()) {
+    combs.push_back(*combinerOf(y.getDefiningOp(), y.getType()));
+    accTypes.push_back(y.getType());
+  }
+  Value np = product(b, loc, k.pSizes);
+  Value nr = product(b, loc, k.rSizes);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value nonEmpty =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, np, zero);
+  auto guard = scf::IfOp::create(b, loc, nonEmpty, /*withElse=*/false);
+  b.setInsertionPointToStart(&guard.getThenRegion().front());
+  auto abandon = [&]() -> LogicalResult {
+    guard.erase();
+    return failure();
+  };
+  auto workgroup = gpu::AddressSpaceAttr::get(
+      b.getContext(), gpu::GPUDialect::getWorkgroupAddressSpace());
+  SmallVector<Type> bufferTypes;
+  for (Type t : accTypes)
+    bufferTypes.push_back(
+        MemRefType::get({kColumnsY, kColumnsX}, t, AffineMap(), workgroup));
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value grid = gridSize(b, loc, np, kColumnsX, kMaxGridX);
+  gpu::LaunchOp launch = createLaunch(b, loc, grid, one, one, kColumnsX,
+                                      kColumnsY, 1, bufferTypes);
+  ArrayRef<BlockArgument> buffers = launch.getWorkgroupAttributions();
+  Value tx = launch.getThreadIds().x, ty = launch.getThreadIds().y;
+  Value cx = arith::ConstantIndexOp::create(b, loc, kColumnsX);
+  Value cy = arith::ConstantIndexOp::create(b, loc, kColumnsY);
+  Value step = arith::MulIOp::create(b, loc, launch.getGridSize().x, cx);
+  // Every thread of the block runs the same number of iterations (the
+  // barriers): the loop runs over the block's first point.
+  Value blockFirst = arith::MulIOp::create(b, loc, launch.getBlockIds().x, cx);
+  auto pLoop = scf::ForOp::create(b, loc, blockFirst, np, step);
+  b.setInsertionPointToStart(pLoop.getBody());
+  Value p = arith::AddIOp::create(b, loc, pLoop.getInductionVar(), tx);
+  Value pValid =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, p, np);
+  // Out-of-range points compute at point 0 (in range, never stored).
+  Value pSafe = arith::SelectOp::create(b, loc, pValid, p, zero);
+  SmallVector<Value> pivs = delinearize(b, loc, pSafe, k.pSizes);
+
+  SmallVector<Value> identities;
+  for (const Combiner &c : combs)
+    identities.push_back(arith::ConstantOp::create(b, loc, c.identity));
+  auto fold = [&](OpBuilder &fb, ValueRange acc,
+                  Value r) -> FailureOr<SmallVector<Value>> {
+    auto e = k.element(fb, loc, pivs, r);
+    if (failed(e))
+      return failure();
+    return k.combine(fb, acc, *e);
+  };
+  // The main loop: kColumnUnroll reduction points per step, all loaded
+  // before they are combined.
+  Value span =
+      arith::ConstantIndexOp::create(b, loc, kColumnsY * kColumnUnroll);
+  Value full = arith::MulIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, nr, span), span);
+  auto main = scf::ForOp::create(b, loc, ty, full, span, identities);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(main.getBody());
+    SmallVector<SmallVector<Value>> es;
+    for (int64_t u = 0; u < kColumnUnroll; ++u) {
+      Value r = arith::AddIOp::create(
+          b, loc, main.getInductionVar(),
+          arith::ConstantIndexOp::create(b, loc, u * kColumnsY));
+      auto e = k.element(b, loc, pivs, r);
+      if (failed(e))
+        return abandon();
+      es.push_back(*e);
+    }
+    SmallVector<Value> acc(main.getRegionIterArgs());
+    for (auto &e : es) {
+      auto c = k.combine(b, acc, e);
+      if (failed(c))
+        return abandon();
+      acc = *c;
+    }
+    scf::YieldOp::create(b, loc, acc);
+  }
+  Value tailStart = arith::AddIOp::create(b, loc, full, ty);
+  auto tail = scf::ForOp::create(b, loc, tailStart, nr, cy, main.getResults());
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(tail.getBody());
+    auto c = fold(b, tail.getRegionIterArgs(), tail.getInductionVar());
+    if (failed(c))
+      return abandon();
+    scf::YieldOp::create(b, loc, *c);
+  }
+  for (auto [buffer, partial] : llvm::zip(buffers, tail.getResults()))
+    memref::StoreOp::create(b, loc, partial, buffer, ValueRange{ty, tx});
+  gpu::BarrierOp::create(b, loc);
+  for (int64_t s = kColumnsY / 2; s >= 1; s /= 2) {
+    Value sv = arith::ConstantIndexOp::create(b, loc, s);
+    Value active =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, ty, sv);
+    auto stepIf = scf::IfOp::create(b, loc, active, /*withElse=*/false);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(&stepIf.getThenRegion().front());
+      Value other = arith::AddIOp::create(b, loc, ty, sv);
+      SmallVector<Value> mine, theirs;
+      for (Value buffer : buffers) {
+        mine.push_back(
+            memref::LoadOp::create(b, loc, buffer, ValueRange{ty, tx}));
+        theirs.push_back(
+            memref::LoadOp::create(b, loc, buffer, ValueRange{other, tx}));
+      }
+      auto c = k.combine(b, mine, theirs);
+      if (failed(c))
+        return abandon();
+      for (auto [buffer, v] : llvm::zip(buffers, *c))
+        memref::StoreOp::create(b, loc, v, buffer, ValueRange{ty, tx});
+    }
+    gpu::BarrierOp::create(b, loc);
+  }
+  Value leader = arith::AndIOp::create(
+      b, loc, pValid,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, ty, zero));
+  auto finish = scf::IfOp::create(b, loc, leader, /*withElse=*/false);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&finish.getThenRegion().front());
+    SmallVector<Value> ivs = k.merge(b, loc, pivs, {});
+    SmallVector<Value> inits, totals;
+    for (auto [init, buffer] : llvm::zip(op.getDpsInitsMutable(), buffers)) {
+      inits.push_back(loadOperand(b, loc, op, init, ivs));
+      totals.push_back(
+          memref::LoadOp::create(b, loc, buffer, ValueRange{zero, tx}));
+    }
+    auto c = k.combine(b, inits, totals);
+    if (failed(c))
+      return abandon();
+    for (auto [init, v] : llvm::zip(op.getDpsInitsMutable(), *c))
+      storeOperand(b, loc, op, init, v, ivs);
+  }
+  // The next points reuse the workgroup buffers.
+  gpu::BarrierOp::create(b, loc);
+  return success();
+}
+
 /// The fallback: one thread folds each output point sequentially.
 void emitSequential(linalg::GenericOp op) {
   OpBuilder b(op);
@@ -388,7 +590,11 @@ public:
       }
       auto contrib = contributions(op);
       bool mapped = false;
-      if (succeeded(contrib)) {
+      if (succeeded(contrib) && isColumnReduction(op)) {
+        ReductionKernel kernel{op, *contrib, {}, {}, {}, {}, {}};
+        mapped = succeeded(emitColumn(kernel));
+      }
+      if (succeeded(contrib) && !mapped) {
         ReductionKernel kernel{op, *contrib, {}, {}, {}, {}, {}};
         mapped = succeeded(kernel.emit());
       }

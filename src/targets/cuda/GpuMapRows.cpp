@@ -1,0 +1,983 @@
+//===- GpuMapRows.cpp - Row reductions and their consumers as one kernel --===//
+//
+// The pass `kina-gpu-map-rows` of the cuda target. `softmax`,
+// `log_softmax`, `layer_norm`, `rms_norm` and a reduction with its
+// elementwise producers and consumers reach the bufferized module as a run
+// of `linalg.generic`s over one "row space": P leading (parallel) loops
+// and R trailing loops, the reductions reducing exactly the R loops into
+// row buffers (memref<P...>), the elementwise ops over P x R reading those
+// row buffers through projections (softmax: fill m; m = max(x); fill s;
+// e = exp(x - m); s = sum(e); out = e / s). The other mappers give each its
+// own kernel, each reading the row from memory again. This pass turns such
+// a run (a "row group") into ONE kernel, one block per row:
+//
+//   gpu.launch blocks(min(NP, 65535)) threads(T)      grid-stride over rows
+//     each thread owns C chunks of V lanes of the row: elements
+//       (c*T + t)*V + j (c < C, j < V): 16-byte vector loads, coalesced;
+//     the group's ops run in order on values held in registers:
+//       - an elementwise op over P x R computes each owned element from
+//         the current values of what it reads (a buffer the group wrote
+//         earlier: the registers; any other: loaded once, then kept);
+//       - a reduction folds the owned elements' contributions with its
+//         combiner (masked elements contribute its identity), combines the
+//         threads' partials with `gpu.all_reduce` (warp shuffles and
+//         workgroup memory after the upstream lowering) and the result with
+//         the row's init;
+//       - an op over P only (fills, mean = sum / count, the norms'
+//         denominators) is evaluated by every thread on uniform scalars;
+//     at the end, each buffer the group wrote that is read after it (the
+//     result; anything else used outside the group) is stored once:
+//     vectors per chunk, row values by thread 0.
+//
+// So the row is read from memory once and the result written once; row
+// buffers used only inside the group (m, s, the mean) and full-size
+// intermediates (softmax's e where it is not the result) are never
+// allocated: their allocations, null checks and deallocations are removed.
+//
+// A run is grouped only when this is sound and fits: the ops are
+// consecutive along the path of execution (between them only pure ops,
+// allocations with their null checks, which branch to an exit, and
+// deallocations, which move after the kernel); each op after the first
+// shares a buffer with an earlier one (so their row spaces are equal at
+// run time); each memref operand is the identity over P x R (full), the
+// projection to P (row) or to R (a parameter such as layer_norm's gain),
+// or, in an op over P only, the identity; a buffer the group writes is
+// read back only through the map it was written with; the memrefs are
+// allocations or function arguments (no views); R is static, a multiple of
+// V and at most 32 * T elements (registers: 32 values per thread and
+// buffer; 8192 f32 = 512 threads x 16); every reduction's yield is
+// `comb(acc, contribution)` with an associative, commutative arith op
+// gpu.all_reduce knows. V is 16 bytes of the widest full or parameter
+// element type (4 for f32, 8 for bf16/f16: bf16 loads, f32 arithmetic as
+// MLIRGen writes it), T = min(512, R / V rounded up to 32). Each memref is
+// checked for 16-byte alignment in the kernel (a uniform branch): scalar
+// loads and stores where it is not aligned. Anything else is left to
+// kina-gpu-map-reductions and kina-gpu-map-elementwise, which run after
+// this pass. Cannot fail.
+//
+//===----------------------------------------------------------------------===//
+#include "CudaPasses.h"
+#include "GpuCodegen.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Pass/Pass.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace kina::cuda {
+
+#define GEN_PASS_DEF_GPUMAPROWSPASS
+#include "kina/CudaPasses.h.inc"
+
+namespace {
+
+constexpr int64_t kMaxThreads = 512;
+constexpr int64_t kVectorBytes = 16;
+/// Register budget: owned elements per thread and buffer.
+constexpr int64_t kMaxPerThread = 32;
+
+/// How an op of a group indexes a memref operand.
+enum class Role { Full, Row, Param, Scalar };
+
+/// One op of a row group.
+struct Member {
+  linalg::GenericOp op;
+  bool full;               // over P x R (else over P only)
+  bool reduction;          // reduces the R loops
+  SmallVector<Role> roles; // per operand
+};
+
+/// Per output of a reduction member: the contribution e_k of
+/// `yield comb(acc_k, e_k)` and its combiner; failure for any other form
+/// (argmax's select, an accumulator read elsewhere).
+FailureOr<SmallVector<std::pair<Value, Combiner>>>
+reductionParts(linalg::GenericOp op) {
+  Block &body = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  SmallVector<std::pair<Value, Combiner>> parts;
+  for (auto [k, y] : llvm::enumerate(yield.getValues())) {
+    BlockArgument acc = body.getArgument(op.getNumDpsInputs() + k);
+    Operation *def = y.getDefiningOp();
+    if (!def || def->getBlock() != &body || def->getNumOperands() != 2)
+      return failure();
+    std::optional<Combiner> comb = combinerOf(def, y.getType());
+    if (!comb)
+      return failure();
+    Value lhs = def->getOperand(0), rhs = def->getOperand(1);
+    Value e = lhs == acc ? rhs : rhs == acc ? lhs : Value();
+    // The accumulator may feed only the combiner.
+    if (!e || e == acc || !acc.hasOneUse())
+      return failure();
+    parts.push_back({e, *comb});
+  }
+  return parts;
+}
+
+/// The role of an operand map in the row space (k P loops, r R loops).
+std::optional<Role> roleOf(AffineMap map, unsigned k, unsigned r, bool fullOp) {
+  unsigned rank = fullOp ? k + r : k;
+  if (map.getNumDims() != rank || map.getNumSymbols() != 0)
+    return std::nullopt;
+  auto isRange = [&](unsigned from, unsigned count) {
+    if (map.getNumResults() != count)
+      return false;
+    for (unsigned i = 0; i < count; ++i) {
+      auto d = dyn_cast<AffineDimExpr>(map.getResult(i));
+      if (!d || d.getPosition() != from + i)
+        return false;
+    }
+    return true;
+  };
+  if (!fullOp)
+    return isRange(0, k) ? std::optional<Role>(Role::Row) : std::nullopt;
+  if (isRange(0, k + r))
+    return Role::Full;
+  if (isRange(0, k))
+    return Role::Row;
+  if (isRange(k, r))
+    return Role::Param;
+  return std::nullopt;
+}
+
+/// A memref the group may read or write: a function argument or an
+/// allocation, identity layout.
+bool plainMemref(Value v) {
+  auto type = dyn_cast<MemRefType>(v.getType());
+  if (!type || !type.getLayout().isIdentity() ||
+      !type.getElementType().isIntOrFloat() ||
+      type.getElementTypeBitWidth() % 8 != 0)
+    return false;
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return isa<func::FuncOp>(arg.getOwner()->getParentOp());
+  return isa_and_present<memref::AllocOp>(v.getDefiningOp());
+}
+
+/// Ops that may stand between two members of a group.
+bool allowedBetween(Operation *op) {
+  if (isa<memref::AllocOp, memref::DeallocOp>(op))
+    return true;
+  if (isa<linalg::LinalgOp, gpu::LaunchOp, memref::CopyOp>(op))
+    return false;
+  return op->getNumRegions() == 0 && isMemoryEffectFree(op);
+}
+
+/// True when `block` only frees buffers and returns (an allocation
+/// check's exit).
+bool isExitBlock(Block *block) {
+  for (Operation &op : *block) {
+    if (isa<func::ReturnOp>(op))
+      return true;
+    if (!isa<memref::DeallocOp>(op) &&
+        !(op.getNumRegions() == 0 && isMemoryEffectFree(&op)))
+      return false;
+  }
+  return false;
+}
+
+/// The row space and the members of a group, with everything the kernel
+/// builder needs.
+struct RowGroup {
+  SmallVector<Member> members;
+  unsigned k = 0, r = 0;
+  SmallVector<int64_t> rSizes; // static
+  int64_t rTotal = 0;
+  linalg::GenericOp shapeOp; // a full member: the P sizes come from it
+  SmallVector<memref::DeallocOp> movedDeallocs;
+};
+
+/// The ops from `from` (exclusive) up to `to` (exclusive) along the path
+/// of execution, when only allowed ops, allocation checks and
+/// deallocations stand between; the deallocations are appended to
+/// `deallocs`.
+bool pathBetween(Operation *from, Operation *to,
+                 SmallVectorImpl<memref::DeallocOp> &deallocs) {
+  Block *block = from->getBlock();
+  Operation *op = from->getNextNode();
+  for (int hops = 0; hops < 8;) {
+    if (!op)
+      return false;
+    if (op == to)
+      return true;
+    if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
+      deallocs.push_back(dealloc);
+      op = op->getNextNode();
+      continue;
+    }
+    if (op->hasTrait<OpTrait::IsTerminator>()) {
+      // An allocation check: one successor continues (this block its only
+      // predecessor), the others exit.
+      Block *next = nullptr;
+      for (Block *succ : op->getSuccessors()) {
+        if (succ->getSinglePredecessor() == block && !isExitBlock(succ)) {
+          if (next)
+            return false;
+          next = succ;
+        } else if (!isExitBlock(succ)) {
+          return false;
+        }
+      }
+      if (!next || next->getNumArguments() != 0)
+        return false;
+      block = next;
+      op = &next->front();
+      ++hops;
+      continue;
+    }
+    if (!allowedBetween(op))
+      return false;
+    op = op->getNextNode();
+  }
+  return false;
+}
+
+/// Classifies `op` as a member of a row space with `k` P loops and `r` R
+/// loops (static R sizes `rSizes`); nullopt when it cannot be one.
+std::optional<Member> classify(linalg::GenericOp op, unsigned k, unsigned r,
+                               ArrayRef<int64_t> rSizes) {
+  if (!isMappableGeneric(op))
+    return std::nullopt;
+  Member m{op, false, false, {}};
+  unsigned rank = op.getNumLoops();
+  if (rank == k + r && r > 0) {
+    m.full = true;
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    for (unsigned i = 0; i < r; ++i)
+      if (ranges[k + i] != rSizes[i])
+        return std::nullopt;
+    auto iters = op.getIteratorTypesArray();
+    bool allParallel = llvm::all_of(
+        iters, [](auto it) { return it == utils::IteratorType::parallel; });
+    bool rowReduction = true;
+    for (unsigned i = 0; i < rank; ++i)
+      rowReduction &= (iters[i] == utils::IteratorType::reduction) == (i >= k);
+    if (!allParallel && !rowReduction)
+      return std::nullopt;
+    m.reduction = !allParallel;
+    if (m.reduction && failed(reductionParts(op)))
+      return std::nullopt;
+  } else if (rank == k) {
+    if (op.getNumReductionLoops() != 0)
+      return std::nullopt;
+  } else {
+    return std::nullopt;
+  }
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType())) {
+      if (isa<ShapedType>(operand.get().getType()))
+        return std::nullopt;
+      m.roles.push_back(Role::Scalar);
+      continue;
+    }
+    if (!plainMemref(operand.get()))
+      return std::nullopt;
+    std::optional<Role> role =
+        roleOf(op.getMatchingIndexingMap(&operand), k, r, m.full);
+    if (!role)
+      return std::nullopt;
+    bool init = op.isDpsInit(&operand);
+    if (init && *role != (m.reduction || !m.full ? Role::Row : Role::Full))
+      return std::nullopt;
+    if (init && m.full && !m.reduction && *role != Role::Full)
+      return std::nullopt;
+    m.roles.push_back(*role);
+  }
+  return m;
+}
+
+/// Finds the row group that starts at the reduction `seed` or at the ops
+/// over P just before it (its init's fill), extended forward over every
+/// compatible op; nullopt when none (or it would be unsound).
+std::optional<RowGroup> growGroup(linalg::GenericOp seed) {
+  RowGroup g;
+  g.r = seed.getNumReductionLoops();
+  g.k = seed.getNumLoops() - g.r;
+  if (g.k == 0 || g.r == 0)
+    return std::nullopt;
+  SmallVector<int64_t> ranges = seed.getStaticLoopRanges();
+  g.rSizes.assign(ranges.begin() + g.k, ranges.end());
+  g.rTotal = 1;
+  for (int64_t s : g.rSizes) {
+    if (ShapedType::isDynamic(s))
+      return std::nullopt;
+    g.rTotal *= s;
+  }
+  // An empty row (the init is the result) or an empty row space: left to
+  // kina-gpu-map-reductions, which erases such ops.
+  if (g.rTotal == 0 || llvm::any_of(ranges, [](int64_t s) { return s == 0; }))
+    return std::nullopt;
+  std::optional<Member> seedMember = classify(seed, g.k, g.r, g.rSizes);
+  if (!seedMember || !seedMember->reduction)
+    return std::nullopt;
+
+  // Ops over P before the seed that write a row buffer the group reads
+  // (the fills and copies of its init), walking back along the path of
+  // execution (across allocation checks) up to the first op that does not
+  // join.
+  llvm::SetVector<Value> touched;
+  for (OpOperand &operand : seed->getOpOperands())
+    if (isa<MemRefType>(operand.get().getType()))
+      touched.insert(operand.get());
+  SmallVector<Member> fills;
+  {
+    Operation *op = seed->getPrevNode();
+    Block *block = seed->getBlock();
+    for (int hops = 0; hops < 8;) {
+      if (!op) {
+        Block *pred = block->getSinglePredecessor();
+        if (!pred || !pred->mightHaveTerminator())
+          break;
+        Operation *term = pred->getTerminator();
+        bool ok = true;
+        for (Block *succ : term->getSuccessors())
+          ok &= succ == block || isExitBlock(succ);
+        if (!ok || block->getNumArguments() != 0)
+          break;
+        block = pred;
+        op = term->getPrevNode();
+        ++hops;
+        continue;
+      }
+      auto generic = dyn_cast<linalg::GenericOp>(op);
+      if (!generic) {
+        if (!allowedBetween(op))
+          break;
+        op = op->getPrevNode();
+        continue;
+      }
+      std::optional<Member> m = classify(generic, g.k, g.r, g.rSizes);
+      if (!m || m->full || !llvm::any_of(generic.getDpsInits(), [&](Value v) {
+            return touched.contains(v);
+          }))
+        break;
+      for (OpOperand &operand : generic->getOpOperands())
+        if (isa<MemRefType>(operand.get().getType()))
+          touched.insert(operand.get());
+      fills.push_back(*m);
+      op = op->getPrevNode();
+    }
+  }
+  std::reverse(fills.begin(), fills.end());
+  // Check the path from the first fill to the seed.
+  g.members = fills;
+  g.members.push_back(*seedMember);
+  for (unsigned i = 0; i + 1 < g.members.size(); ++i)
+    if (!pathBetween(g.members[i].op, g.members[i + 1].op, g.movedDeallocs))
+      return std::nullopt;
+
+  // Forward: the ops along the path of execution after the seed, up to
+  // the first that may not stand between members.
+  struct Step {
+    linalg::GenericOp op;      // a candidate, or
+    memref::DeallocOp dealloc; // a deallocation on the way
+  };
+  SmallVector<Step> path;
+  {
+    Block *block = seed->getBlock();
+    Operation *op = seed->getNextNode();
+    for (int hops = 0; op && hops < 8;) {
+      if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+        path.push_back({generic, {}});
+      } else if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
+        path.push_back({{}, dealloc});
+      } else if (op->hasTrait<OpTrait::IsTerminator>()) {
+        Block *next = nullptr;
+        bool ok = true;
+        for (Block *succ : op->getSuccessors()) {
+          if (succ->getSinglePredecessor() == block && !isExitBlock(succ)) {
+            ok &= next == nullptr;
+            next = succ;
+          } else {
+            ok &= isExitBlock(succ);
+          }
+        }
+        if (!ok || !next || next->getNumArguments() != 0)
+          break;
+        block = next;
+        op = &next->front();
+        ++hops;
+        continue;
+      } else if (!allowedBetween(op)) {
+        break;
+      }
+      op = op->getNextNode();
+    }
+  }
+  // Members join in order: an op that shares a buffer (not as a parameter)
+  // with the members so far; an op over P that shares none waits (a fill
+  // of a later reduction's init) and joins (in program order, before that
+  // member) when a later member uses its output; else it stays where it
+  // is, before the kernel: it reads nothing a member wrote before it (it
+  // would share that buffer) and writes nothing a member uses (that member
+  // would take it in), so running the kernel after it keeps every
+  // dependence. Any other op ends the group.
+  SmallVector<Member> pending;
+  SmallVector<memref::DeallocOp> deallocs;
+  auto sharesWith = [&](Member &m, auto &&contains) {
+    for (OpOperand &operand : m.op->getOpOperands())
+      if (isa<MemRefType>(operand.get().getType()) &&
+          m.roles[operand.getOperandNumber()] != Role::Param &&
+          contains(operand.get()))
+        return true;
+    return false;
+  };
+  auto touch = [&](Member &m) {
+    for (OpOperand &operand : m.op->getOpOperands())
+      if (isa<MemRefType>(operand.get().getType()))
+        touched.insert(operand.get());
+  };
+  for (Step &step : path) {
+    if (step.dealloc) {
+      deallocs.push_back(step.dealloc);
+      continue;
+    }
+    std::optional<Member> m = classify(step.op, g.k, g.r, g.rSizes);
+    if (!m)
+      break;
+    bool connected =
+        sharesWith(*m, [&](Value v) { return touched.contains(v); });
+    if (!connected) {
+      if (m->full)
+        break;
+      pending.push_back(*m);
+      continue;
+    }
+    // Pending ops whose outputs this member uses join first, in order.
+    llvm::SetVector<Value> operands;
+    for (Value v : m->op->getOperands())
+      operands.insert(v);
+    SmallVector<Member> stillPending;
+    for (Member &p : pending) {
+      if (llvm::any_of(p.op.getDpsInits(),
+                       [&](Value v) { return operands.contains(v); })) {
+        touch(p);
+        g.members.push_back(p);
+      } else {
+        stillPending.push_back(p);
+      }
+    }
+    pending = std::move(stillPending);
+    touch(*m);
+    g.members.push_back(*m);
+    llvm::append_range(g.movedDeallocs, deallocs);
+    deallocs.clear();
+  }
+  // Each buffer the group writes is read back only with the role it was
+  // written with (Full elements stay with their thread, Row values are
+  // uniform), and a written full buffer is never a parameter elsewhere.
+  llvm::DenseMap<Value, Role> written;
+  for (Member &m : g.members) {
+    for (OpOperand &operand : m.op->getOpOperands()) {
+      Value v = operand.get();
+      if (!isa<MemRefType>(v.getType()))
+        continue;
+      Role role = m.roles[operand.getOperandNumber()];
+      auto it = written.find(v);
+      if (it != written.end() && it->second != role)
+        return std::nullopt;
+      if (m.op.isDpsInit(&operand))
+        written.try_emplace(v, role);
+    }
+  }
+  // A dealloc of a buffer the kernel uses moves after the kernel; one the
+  // kernel does not use stays where it is.
+  llvm::erase_if(g.movedDeallocs, [&](memref::DeallocOp d) {
+    return !touched.contains(d.getMemref());
+  });
+  for (Member &m : g.members)
+    if (m.full)
+      g.shapeOp = m.op;
+  return g;
+}
+
+/// Emits the kernel of a group before its last member, then removes the
+/// members, moves the deallocations after the kernel and removes the
+/// buffers nothing outside the kernel uses.
+class RowKernelBuilder {
+public:
+  RowKernelBuilder(RowGroup &g) : g(g) {}
+
+  /// False when the sizes do not fit (nothing emitted).
+  bool plan() {
+    int64_t widest = 0;
+    for (Member &m : g.members)
+      for (OpOperand &operand : m.op->getOpOperands()) {
+        Role role = m.roles[operand.getOperandNumber()];
+        if (role == Role::Full || role == Role::Param)
+          widest = std::max<int64_t>(widest,
+                                     cast<MemRefType>(operand.get().getType())
+                                             .getElementTypeBitWidth() /
+                                         8);
+      }
+    if (widest == 0 || widest > kVectorBytes)
+      return false;
+    lanes = kVectorBytes / widest;
+    if (g.rTotal % lanes != 0)
+      return false;
+    int64_t vectors = g.rTotal / lanes;
+    threads = std::min<int64_t>(kMaxThreads, (vectors + 31) / 32 * 32);
+    chunks = (vectors + threads - 1) / threads;
+    return chunks * lanes <= kMaxPerThread;
+  }
+
+  void emit() {
+    Operation *lastOp = g.members.back().op;
+    OpBuilder b(lastOp);
+    // The kernel's location: every member's, with the run's length (the
+    // kernel report, src/driver/KernelAnalysis.cpp, reads it).
+    SmallVector<Location> memberLocs;
+    for (Member &m : g.members)
+      memberLocs.push_back(m.op.getLoc());
+    loc =
+        FusedLoc::get(b.getContext(), memberLocs,
+                      b.getArrayAttr({b.getStringAttr("kina-gpu-map-rows"),
+                                      b.getI64IntegerAttr(g.members.size())}));
+    SmallVector<Value> sizes = loopSizes(b, loc, g.shapeOp);
+    pSizes.assign(sizes.begin(), sizes.begin() + g.k);
+    Value np = product(b, loc, pSizes);
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value nonEmpty =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, np, zero);
+    auto guard = scf::IfOp::create(b, loc, nonEmpty, /*withElse=*/false);
+    b.setInsertionPointToStart(&guard.getThenRegion().front());
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value grid = gridSize(b, loc, np, 1, kMaxGridX);
+    gpu::LaunchOp launch = createLaunch(b, loc, grid, one, one, threads, 1, 1);
+    tid = launch.getThreadIds().x;
+    auto rows = scf::ForOp::create(b, loc, launch.getBlockIds().x, np,
+                                   launch.getGridSize().x);
+    b.setInsertionPointToStart(rows.getBody());
+    pivs = delinearize(b, loc, rows.getInductionVar(), pSizes);
+    setUpElements(b);
+    for (Member &m : g.members) {
+      if (!m.full)
+        emitRowOp(b, m);
+      else if (m.reduction)
+        emitReduction(b, m);
+      else
+        emitElementwise(b, m);
+    }
+    emitStores(b);
+    cleanUp(guard);
+  }
+
+private:
+  RowGroup &g;
+  Location loc = UnknownLoc();
+  int64_t lanes = 0, threads = 0, chunks = 0;
+  Value tid;
+  SmallVector<Value> pSizes, pivs;
+  // Per owned element e = c * lanes + j: its linear index in the row and
+  // whether it is in the row.
+  SmallVector<Value> rIndex, valid;
+  SmallVector<Value> chunkStart, chunkValid; // per chunk
+  // Current values: a full buffer's per owned element, a row buffer's
+  // scalar.
+  llvm::DenseMap<Value, SmallVector<Value>> fullValues, paramValues;
+  llvm::DenseMap<Value, Value> rowValues;
+  llvm::SetVector<Value> writtenFull, writtenRow;
+  llvm::DenseMap<Value, Value> alignedFlag;
+
+  int64_t perThread() const { return chunks * lanes; }
+
+  void setUpElements(OpBuilder &b) {
+    Value lanesV = arith::ConstantIndexOp::create(b, loc, lanes);
+    Value rTotal = arith::ConstantIndexOp::create(b, loc, g.rTotal);
+    for (int64_t c = 0; c < chunks; ++c) {
+      Value vec = arith::AddIOp::create(
+          b, loc, tid, arith::ConstantIndexOp::create(b, loc, c * threads));
+      Value start = arith::MulIOp::create(b, loc, vec, lanesV);
+      chunkStart.push_back(start);
+      chunkValid.push_back(arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::ult, start, rTotal));
+      for (int64_t j = 0; j < lanes; ++j) {
+        rIndex.push_back(arith::AddIOp::create(
+            b, loc, start, arith::ConstantIndexOp::create(b, loc, j)));
+        valid.push_back(chunkValid.back());
+      }
+    }
+  }
+
+  /// The indices into a full (or param) memref of the chunk starting at
+  /// row element `start`.
+  SmallVector<Value> indicesOf(OpBuilder &b, Role role, Value start) {
+    SmallVector<Value> rivs = delinearize(b, loc, start, rSizesValues(b));
+    SmallVector<Value> indices;
+    if (role == Role::Full)
+      indices.append(pivs.begin(), pivs.end());
+    indices.append(rivs.begin(), rivs.end());
+    return indices;
+  }
+
+  SmallVector<Value> rSizesValues(OpBuilder &b) {
+    SmallVector<Value> v;
+    for (int64_t s : g.rSizes)
+      v.push_back(arith::ConstantIndexOp::create(b, loc, s));
+    return v;
+  }
+
+  /// Whether `memref` is 16-byte aligned (evaluated once per kernel).
+  Value isAligned(OpBuilder &b, Value memref) {
+    auto it = alignedFlag.find(memref);
+    if (it != alignedFlag.end())
+      return it->second;
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointAfterValue(tid);
+    Value pointer =
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    Value rem = arith::RemUIOp::create(
+        b, loc, pointer, arith::ConstantIndexOp::create(b, loc, kVectorBytes));
+    Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem,
+                                     arith::ConstantIndexOp::create(b, loc, 0));
+    alignedFlag[memref] = ok;
+    return ok;
+  }
+
+  /// The owned elements of a full or param memref, loaded (vectors where
+  /// aligned), masked elements zero.
+  SmallVector<Value> loadRow(OpBuilder &b, Value memref, Role role) {
+    auto type = cast<MemRefType>(memref.getType());
+    Type elem = type.getElementType();
+    auto vecType = VectorType::get({lanes}, elem);
+    Value aligned = isAligned(b, memref);
+    SmallVector<Value> values;
+    for (int64_t c = 0; c < chunks; ++c) {
+      auto inRange = scf::IfOp::create(b, loc, vecType, chunkValid[c],
+                                       /*withElse=*/true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&inRange.getThenRegion().front());
+        SmallVector<Value> indices = indicesOf(b, role, chunkStart[c]);
+        auto choice =
+            scf::IfOp::create(b, loc, vecType, aligned, /*withElse=*/true);
+        b.setInsertionPointToStart(&choice.getThenRegion().front());
+        scf::YieldOp::create(
+            b, loc,
+            Value(vector::LoadOp::create(
+                b, loc, vecType, memref, indices, /*nontemporal=*/false,
+                llvm::MaybeAlign(lanes * type.getElementTypeBitWidth() / 8))));
+        b.setInsertionPointToStart(&choice.getElseRegion().front());
+        SmallVector<Value> scalars;
+        for (int64_t j = 0; j < lanes; ++j) {
+          Value start = arith::AddIOp::create(
+              b, loc, chunkStart[c], arith::ConstantIndexOp::create(b, loc, j));
+          scalars.push_back(memref::LoadOp::create(b, loc, memref,
+                                                   indicesOf(b, role, start)));
+        }
+        scf::YieldOp::create(
+            b, loc,
+            Value(vector::FromElementsOp::create(b, loc, vecType, scalars)));
+        b.setInsertionPointAfter(choice);
+        scf::YieldOp::create(b, loc, choice.getResults());
+        b.setInsertionPointToStart(&inRange.getElseRegion().front());
+        scf::YieldOp::create(
+            b, loc,
+            Value(arith::ConstantOp::create(
+                b, loc, cast<TypedAttr>(b.getZeroAttr(vecType)))));
+      }
+      for (int64_t j = 0; j < lanes; ++j)
+        values.push_back(vector::ExtractOp::create(b, loc, inRange.getResult(0),
+                                                   ArrayRef<int64_t>{j}));
+    }
+    return values;
+  }
+
+  /// The value of operand `operand` of `m` at owned element `e` (-1: the
+  /// row scalar).
+  Value valueOf(OpBuilder &b, Member &m, OpOperand &operand, int64_t e) {
+    Value v = operand.get();
+    switch (m.roles[operand.getOperandNumber()]) {
+    case Role::Scalar:
+      return v;
+    case Role::Row: {
+      auto it = rowValues.find(v);
+      if (it == rowValues.end()) {
+        OpBuilder::InsertionGuard guard(b);
+        Value loaded = memref::LoadOp::create(b, loc, v, pivs);
+        it = rowValues.try_emplace(v, loaded).first;
+      }
+      return it->second;
+    }
+    case Role::Full: {
+      auto it = fullValues.find(v);
+      if (it == fullValues.end())
+        it = fullValues.try_emplace(v, loadRow(b, v, Role::Full)).first;
+      return it->second[e];
+    }
+    case Role::Param: {
+      auto it = paramValues.find(v);
+      if (it == paramValues.end())
+        it = paramValues.try_emplace(v, loadRow(b, v, Role::Param)).first;
+      return it->second[e];
+    }
+    }
+    llvm_unreachable("role");
+  }
+
+  /// The iteration point of owned element `e` (for linalg.index).
+  SmallVector<Value> ivsOf(OpBuilder &b, Member &m, int64_t e) {
+    bool usesIndex = false;
+    m.op.getRegion().walk([&](linalg::IndexOp) { usesIndex = true; });
+    if (!usesIndex)
+      return {};
+    SmallVector<Value> ivs(pivs);
+    if (m.full)
+      llvm::append_range(ivs, delinearize(b, loc, rIndex[e], rSizesValues(b)));
+    return ivs;
+  }
+
+  /// The region's block arguments at element `e` (-1 for an op over P).
+  SmallVector<Value> argsOf(OpBuilder &b, Member &m, int64_t e) {
+    SmallVector<Value> args;
+    for (OpOperand &operand : m.op->getOpOperands()) {
+      if (m.op.isDpsInit(&operand) &&
+          !m.op.payloadUsesValueFromOperand(&operand)) {
+        args.push_back(arith::ConstantOp::create(
+            b, loc,
+            cast<TypedAttr>(
+                b.getZeroAttr(getElementTypeOrSelf(operand.get().getType())))));
+        continue;
+      }
+      args.push_back(valueOf(b, m, operand, e));
+    }
+    return args;
+  }
+
+  void emitRowOp(OpBuilder &b, Member &m) {
+    SmallVector<Value> results =
+        cloneRegion(b, m.op, argsOf(b, m, -1), ivsOf(b, m, -1));
+    for (auto [init, v] : llvm::zip(m.op.getDpsInits(), results)) {
+      rowValues[init] = v;
+      writtenRow.insert(init);
+    }
+  }
+
+  void emitElementwise(OpBuilder &b, Member &m) {
+    SmallVector<SmallVector<Value>> perOutput(m.op.getNumDpsInits());
+    for (int64_t e = 0; e < perThread(); ++e) {
+      SmallVector<Value> results =
+          cloneRegion(b, m.op, argsOf(b, m, e), ivsOf(b, m, e));
+      for (auto [o, v] : llvm::enumerate(results))
+        perOutput[o].push_back(v);
+    }
+    for (auto [init, values] : llvm::zip(m.op.getDpsInits(), perOutput)) {
+      fullValues[init] = values;
+      writtenFull.insert(init);
+    }
+  }
+
+  void emitReduction(OpBuilder &b, Member &m) {
+    auto parts = *reductionParts(m.op);
+    Block &body = m.op.getRegion().front();
+    SmallVector<Value> contributions;
+    for (auto &part : parts)
+      contributions.push_back(part.first);
+    // The thread's partials: its elements' contributions, folded; masked
+    // elements give the identity.
+    SmallVector<Value> partial;
+    for (auto &part : parts)
+      partial.push_back(
+          arith::ConstantOp::create(b, loc, part.second.identity));
+    for (int64_t e = 0; e < perThread(); ++e) {
+      IRMapping mapping;
+      for (OpOperand *input : m.op.getDpsInputOperands())
+        mapping.map(body.getArgument(input->getOperandNumber()),
+                    valueOf(b, m, *input, e));
+      FailureOr<SmallVector<Value>> es =
+          cloneSlice(b, m.op, contributions, mapping, ivsOf(b, m, e));
+      assert(succeeded(es) && "checked by reductionParts");
+      for (auto [k, part] : llvm::enumerate(parts)) {
+        Value c = arith::SelectOp::create(
+            b, loc, valid[e], (*es)[k],
+            arith::ConstantOp::create(b, loc, part.second.identity));
+        partial[k] = combine(b, part.second, partial[k], c);
+      }
+    }
+    // The block's total, then the row's init combined with it.
+    for (auto [k, part] : llvm::enumerate(parts)) {
+      Value total = gpu::AllReduceOp::create(
+          b, loc, partial[k],
+          gpu::AllReduceOperationAttr::get(b.getContext(), part.second.kind),
+          /*uniform=*/true);
+      OpOperand &init = m.op.getDpsInitsMutable()[k];
+      Value initValue = valueOf(b, m, init, -1);
+      Value result = combine(b, part.second, initValue, total);
+      rowValues[init.get()] = result;
+      writtenRow.insert(init.get());
+    }
+  }
+
+  /// comb(a, c) with the combiner's own op (its flags kept).
+  Value combine(OpBuilder &b, const Combiner &comb, Value a, Value c) {
+    Operation *op = b.clone(*comb.op);
+    op->setOperands({a, c});
+    return op->getResult(0);
+  }
+
+  /// True when `memref` is used outside the group (other than by its
+  /// allocation's null check and deallocations).
+  bool usedOutside(Value memref) {
+    for (Operation *user : memref.getUsers()) {
+      if (isa<memref::DeallocOp, memref::ExtractAlignedPointerAsIndexOp>(user))
+        continue;
+      if (llvm::any_of(g.members,
+                       [&](Member &m) { return m.op.getOperation() == user; }))
+        continue;
+      if (isa<BlockArgument>(memref))
+        return true;
+      return true;
+    }
+    // A function argument is always observable.
+    return isa<BlockArgument>(memref);
+  }
+
+  void emitStores(OpBuilder &b) {
+    // Rows read the buffers they store into: every thread has read them.
+    gpu::BarrierOp::create(b, loc);
+    for (Value memref : writtenFull) {
+      if (!usedOutside(memref))
+        continue;
+      auto type = cast<MemRefType>(memref.getType());
+      auto vecType = VectorType::get({lanes}, type.getElementType());
+      Value aligned = isAligned(b, memref);
+      const SmallVector<Value> &values = fullValues[memref];
+      for (int64_t c = 0; c < chunks; ++c) {
+        auto inRange =
+            scf::IfOp::create(b, loc, chunkValid[c], /*withElse=*/false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&inRange.getThenRegion().front());
+        auto choice = scf::IfOp::create(b, loc, aligned, /*withElse=*/true);
+        b.setInsertionPointToStart(&choice.getThenRegion().front());
+        SmallVector<Value> elements(values.begin() + c * lanes,
+                                    values.begin() + (c + 1) * lanes);
+        Value vec = vector::FromElementsOp::create(b, loc, vecType, elements);
+        vector::StoreOp::create(
+            b, loc, vec, memref, indicesOf(b, Role::Full, chunkStart[c]),
+            /*nontemporal=*/false,
+            llvm::MaybeAlign(lanes * type.getElementTypeBitWidth() / 8));
+        b.setInsertionPointToStart(&choice.getElseRegion().front());
+        for (int64_t j = 0; j < lanes; ++j) {
+          Value start = arith::AddIOp::create(
+              b, loc, chunkStart[c], arith::ConstantIndexOp::create(b, loc, j));
+          memref::StoreOp::create(b, loc, elements[j], memref,
+                                  indicesOf(b, Role::Full, start));
+        }
+      }
+    }
+    Value leader =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                              arith::ConstantIndexOp::create(b, loc, 0));
+    auto first = scf::IfOp::create(b, loc, leader, /*withElse=*/false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&first.getThenRegion().front());
+      for (Value memref : writtenRow)
+        if (usedOutside(memref))
+          memref::StoreOp::create(b, loc, rowValues[memref], memref, pivs);
+    }
+    // The next row (same block) reuses the all_reduce's workgroup memory.
+    gpu::BarrierOp::create(b, loc);
+  }
+
+  /// Removes the members, moves the deallocations after the kernel and
+  /// erases the allocations only the kernel used.
+  void cleanUp(scf::IfOp kernel) {
+    for (memref::DeallocOp dealloc : g.movedDeallocs)
+      dealloc->moveAfter(kernel);
+    llvm::SetVector<Value> internal;
+    for (Value v : writtenFull)
+      if (!usedOutside(v))
+        internal.insert(v);
+    for (Value v : writtenRow)
+      if (!usedOutside(v))
+        internal.insert(v);
+    for (Member &m : llvm::reverse(g.members))
+      m.op.erase();
+    for (Value v : internal) {
+      auto alloc = v.getDefiningOp<memref::AllocOp>();
+      if (!alloc)
+        continue;
+      for (Operation *user : llvm::make_early_inc_range(v.getUsers())) {
+        if (isa<memref::DeallocOp>(user)) {
+          user->erase();
+          continue;
+        }
+        auto pointer = cast<memref::ExtractAlignedPointerAsIndexOp>(user);
+        // The null check of an allocation that no longer exists passes.
+        OpBuilder b(pointer);
+        Value nonNull =
+            arith::ConstantIndexOp::create(b, pointer.getLoc(), kVectorBytes);
+        pointer.getResult().replaceAllUsesWith(nonNull);
+        pointer.erase();
+      }
+      alloc.erase();
+    }
+  }
+};
+
+class GpuMapRowsPass : public impl::GpuMapRowsPassBase<GpuMapRowsPass> {
+public:
+  void runOnOperation() override {
+    // Copies between plain memrefs become identity generics, so that a
+    // group may take them in (layer_norm copies a shared zero fill into
+    // its second reduction's init); kina-gpu-map-elementwise maps the rest
+    // as it maps copies.
+    getOperation().walk([&](memref::CopyOp copy) {
+      if (copy->getParentOfType<gpu::LaunchOp>())
+        return;
+      Value source = copy.getSource(), target = copy.getTarget();
+      if (!plainMemref(source) || !plainMemref(target) ||
+          source.getType() != target.getType())
+        return;
+      OpBuilder b(copy);
+      unsigned rank = cast<MemRefType>(target.getType()).getRank();
+      AffineMap id = b.getMultiDimIdentityMap(rank);
+      SmallVector<utils::IteratorType> iters(rank,
+                                             utils::IteratorType::parallel);
+      linalg::GenericOp::create(b, copy.getLoc(), ValueRange{source},
+                                ValueRange{target}, ArrayRef<AffineMap>{id, id},
+                                iters,
+                                [](OpBuilder &nb, Location l, ValueRange args) {
+                                  linalg::YieldOp::create(nb, l, args[0]);
+                                });
+      copy.erase();
+    });
+    SmallVector<linalg::GenericOp> seeds;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (!op->getParentOfType<gpu::LaunchOp>() &&
+          op.getNumReductionLoops() > 0)
+        seeds.push_back(op);
+    });
+    llvm::DenseSet<Operation *> done;
+    for (linalg::GenericOp seed : seeds) {
+      if (done.contains(seed))
+        continue;
+      std::optional<RowGroup> group = growGroup(seed);
+      if (!group)
+        continue;
+      RowKernelBuilder builder(*group);
+      if (!builder.plan())
+        continue;
+      for (Member &m : group->members)
+        done.insert(m.op);
+      builder.emit();
+    }
+  }
+};
+
+} // namespace
+
+} // namespace kina::cuda

@@ -1,0 +1,144 @@
+// kina-gpu-map-rows (src/targets/cuda/GpuMapRows.cpp): a run of row
+// reductions and the elementwise ops around them over one row space
+// becomes one kernel, one block per row: each thread loads its 16-byte
+// chunks of the row once (vector.load where the memref is aligned, checked
+// in the kernel), the ops run in order on those values, the reductions
+// combine the threads' partials with gpu.all_reduce, and only what is read
+// after the run is stored; the row buffers only the run used are no longer
+// allocated. Runs that do not fit (a row that is no multiple of the lanes,
+// an argmax's select) are left to kina-gpu-map-reductions. Cannot fail.
+// RUN: %kina-opt %s --kina-gpu-map-rows | FileCheck %s
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#fill_in = affine_map<(d0) -> ()>
+#fill_out = affine_map<(d0) -> (d0)>
+
+// softmax as MLIRGen and bufferization leave it: fill m, m = max(x),
+// fill s, out = exp(x - m), s = sum(out), out = out / s.
+// CHECK-LABEL: func.func @softmax(
+// CHECK-SAME: %[[X:.*]]: memref<?x64xf32>, %[[OUT:.*]]: memref<?x64xf32>)
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: linalg.generic
+// CHECK: gpu.launch {{.*}} threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c32{{.*}}, %{{.*}}, %{{.*}})
+// CHECK: memref.extract_aligned_pointer_as_index %[[X]]
+// CHECK: scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: vector.load %[[X]][%[[ROW]], %{{.*}}] {alignment = 16 : i64} : memref<?x64xf32>, vector<4xf32>
+// CHECK-COUNT-4: arith.maximumf
+// CHECK: %[[M:.*]] = gpu.all_reduce  maximumf %{{.*}} uniform
+// CHECK: %[[MAX:.*]] = arith.maximumf %cst{{.*}}, %[[M]]
+// CHECK: arith.subf %{{.*}}, %[[MAX]]
+// CHECK: math.exp
+// CHECK: %[[S:.*]] = gpu.all_reduce  add %{{.*}} uniform
+// CHECK: %[[SUM:.*]] = arith.addf %cst{{.*}}, %[[S]]
+// CHECK: arith.divf %{{.*}}, %[[SUM]]
+// CHECK: gpu.barrier
+// CHECK: vector.store %{{.*}}, %[[OUT]][%[[ROW]], %{{.*}}] {alignment = 16 : i64} : memref<?x64xf32>, vector<4xf32>
+// CHECK: memref.store %{{.*}}, %[[OUT]]
+// CHECK: gpu.barrier
+// CHECK: gpu.terminator
+// CHECK-NOT: memref.dealloc
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @softmax(%x: memref<?x64xf32>, %out: memref<?x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %n = memref.dim %x, %c0 : memref<?x64xf32>
+  %m = memref.alloc(%n) : memref<?xf32>
+  linalg.generic {indexing_maps = [#fill_in, #fill_out], iterator_types = ["parallel"]} ins(%ninf : f32) outs(%m : memref<?xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : memref<?x64xf32>) outs(%m : memref<?xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.maximumf %acc, %in : f32
+    linalg.yield %r : f32
+  }
+  %s = memref.alloc(%n) : memref<?xf32>
+  linalg.generic {indexing_maps = [#fill_in, #fill_out], iterator_types = ["parallel"]} ins(%zero : f32) outs(%s : memref<?xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %m : memref<?x64xf32>, memref<?xf32>) outs(%out : memref<?x64xf32>) {
+  ^bb0(%in: f32, %mx: f32, %o: f32):
+    %d = arith.subf %in, %mx : f32
+    %e = math.exp %d : f32
+    linalg.yield %e : f32
+  }
+  memref.dealloc %m : memref<?xf32>
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%out : memref<?x64xf32>) outs(%s : memref<?xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.addf %acc, %in : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%out, %s : memref<?x64xf32>, memref<?xf32>) outs(%out : memref<?x64xf32>) {
+  ^bb0(%in: f32, %sum: f32, %o: f32):
+    %q = arith.divf %in, %sum : f32
+    linalg.yield %q : f32
+  }
+  memref.dealloc %s : memref<?xf32>
+  return
+}
+
+// A row sum into a result: the fill and the reduction in one kernel, the
+// result stored by thread 0 of each row's block; the layer_norm-style copy
+// of a shared zero fill joins as an identity generic.
+// CHECK-LABEL: func.func @row_sum(
+// CHECK-SAME: %[[X:.*]]: memref<?x8xbf16>, %[[Y:.*]]: memref<?xf32>)
+// CHECK-NOT: memref.copy
+// CHECK-NOT: linalg.generic
+// CHECK: gpu.launch
+// CHECK: vector.load %[[X]]{{.*}} : memref<?x8xbf16>, vector<8xbf16>
+// CHECK-COUNT-8: arith.extf
+// CHECK: gpu.all_reduce  add
+// CHECK: arith.cmpi eq, %{{.*}}, %c0
+// CHECK: scf.if
+// CHECK: memref.store %{{.*}}, %[[Y]]
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @row_sum(%x: memref<?x8xbf16>, %y: memref<?xf32>) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %n = memref.dim %x, %c0 : memref<?x8xbf16>
+  %z = memref.alloc(%n) : memref<?xf32>
+  linalg.generic {indexing_maps = [#fill_in, #fill_out], iterator_types = ["parallel"]} ins(%zero : f32) outs(%z : memref<?xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  memref.copy %z, %y : memref<?xf32> to memref<?xf32>
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : memref<?x8xbf16>) outs(%y : memref<?xf32>) {
+  ^bb0(%in: bf16, %acc: f32):
+    %w = arith.extf %in : bf16 to f32
+    %r = arith.addf %acc, %w : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %z : memref<?xf32>
+  return
+}
+
+// A row of 7 is no multiple of the 4 lanes, and argmax combines with a
+// select: both left to kina-gpu-map-reductions.
+// CHECK-LABEL: func.func @left_alone(
+// CHECK-NOT: gpu.launch
+// CHECK: linalg.generic
+// CHECK: linalg.generic
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func @left_alone(%x: memref<?x7xf32>, %y: memref<?xf32>, %v: memref<?xf32>, %i: memref<?xi64>, %w: memref<?x8xf32>) {
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : memref<?x7xf32>) outs(%y : memref<?xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.addf %acc, %in : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #row], iterator_types = ["parallel", "reduction"]} ins(%w : memref<?x8xf32>) outs(%v, %i : memref<?xf32>, memref<?xi64>) {
+  ^bb0(%in: f32, %bv: f32, %bi: i64):
+    %j = linalg.index 1 : index
+    %ji = arith.index_cast %j : index to i64
+    %gt = arith.cmpf ogt, %in, %bv : f32
+    %nv = arith.select %gt, %in, %bv : f32
+    %ni = arith.select %gt, %ji, %bi : i64
+    linalg.yield %nv, %ni : f32, i64
+  }
+  return
+}
