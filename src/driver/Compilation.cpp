@@ -158,6 +158,7 @@ std::optional<std::string> Compilation::generate(const std::string &input,
   pipeline.gpuArch = opts.gpuArch;
   pipeline.cudaPath = opts.cudaPath;
   pipeline.allowTf32 = opts.allowTf32;
+  pipeline.gpuMatmul = opts.gpuMatmul;
   if (stage == EmitStage::MlirGpu)
     pipeline.stopAfter = "mlir-gpu";
   else if (stage == EmitStage::Ptx)

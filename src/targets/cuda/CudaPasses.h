@@ -24,10 +24,12 @@
 namespace kina::cuda {
 
 // The three kernel mappers, declared in CudaPasses.td (TableGen writes
-// their create functions here; no options):
-//  - `kina-gpu-map-matmul` (GpuMapMatmul.cpp, createGpuMapMatmulPass()):
-//    contraction generics (matmul, batched, broadcast, rank-1) to 16x16
-//    shared-memory tiled kernels;
+// their create functions here):
+//  - `kina-gpu-map-matmul` (GpuMapMatmul.cpp, createGpuMapMatmulPass(),
+//    options `allow-tf32` and `cublaslt`): float contraction generics to a
+//    call of the runtime's cuBLASLt route with a kernel as fallback, the
+//    others (matmul, batched, broadcast, rank-1) to 16x16 shared-memory
+//    tiled kernels;
 //  - `kina-gpu-map-reductions` (GpuMapReductions.cpp,
 //    createGpuMapReductionsPass()): generics with reduction loops to
 //    block-per-output kernels with a shared-memory tree;

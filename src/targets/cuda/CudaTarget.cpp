@@ -191,7 +191,10 @@ void CudaTarget::buildStage(OpPassManager &pm, const TargetOptions &options,
     pm.addPass(createBufferOwnershipPass());
     pm.addPass(createEntryPointsPass(options.stamp, /*gpu=*/true));
     pm.addPass(createLinalgGeneralizeNamedOpsPass());
-    pm.addPass(cuda::createGpuMapMatmulPass());
+    cuda::GpuMapMatmulPassOptions matmul;
+    matmul.allowTf32 = options.allowTf32;
+    matmul.cublasLt = options.gpuMatmul != "kernel";
+    pm.addPass(cuda::createGpuMapMatmulPass(matmul));
     pm.addPass(cuda::createGpuMapReductionsPass());
     pm.addPass(cuda::createGpuMapElementwisePass());
     pm.addPass(createGpuLaunchSinkIndexComputationsPass());
