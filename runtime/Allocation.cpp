@@ -59,6 +59,16 @@ int32_t allocateHost(const std::string &where, int64_t bytes, void *&result) {
   return KINA_STATUS_SUCCESS;
 }
 
+/// $KINA_GPU_PREFETCH: "0" leaves out the prefetch of reused blocks that
+/// were freed outside a call (read once; new blocks are always prefetched).
+bool prefetchReused() {
+  static const bool enabled = [] {
+    const char *text = std::getenv("KINA_GPU_PREFETCH");
+    return !(text && text[0] == '0' && !text[1]);
+  }();
+  return enabled;
+}
+
 /// Managed memory for `bytes` on the selected device: a cached block of the
 /// size class (Registry.h) when there is one, else a new one of the class's
 /// capacity (after giving the cache back to CUDA if the driver refuses).
@@ -74,7 +84,7 @@ int32_t allocateGpu(const std::string &where, int64_t bytes, void *&memory) {
   bool hostTouched = false;
   memory = kina::rt::takeCachedBlock(device, capacity, bytes, hostTouched);
   if (memory) {
-    if (hostTouched)
+    if (hostTouched && prefetchReused())
       kina::rt::gpu::prefetchToCallDevice(memory, bytes);
     return KINA_STATUS_SUCCESS;
   }

@@ -309,6 +309,43 @@ def copy_bandwidth():
     return 2 * 4 * n / t / 1e9
 
 
+_COPIES = {}
+
+
+def private_copy(d, lname, tag):
+    """A copy of LIBDIR/lname.so under /tmp: its own runtime instance."""
+    import shutil
+    src = os.path.join(d, lname + ".so")
+    if not os.path.exists(src):
+        return None
+    dst = "/tmp/%s_%s.so" % (lname, tag)
+    if dst not in _COPIES:
+        shutil.copy(src, dst)
+        _COPIES[dst] = ctypes.CDLL(dst)
+    return _COPIES[dst]
+
+
+def profile(name, run):
+    """Prints the GPU kernels of 3 calls and their share of the wall time."""
+    from torch.profiler import profile as prof, ProfilerActivity
+    run()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    with prof(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as p:
+        for _ in range(3):
+            run()
+        torch.cuda.synchronize()
+    wall = (time.perf_counter() - t0) / 3
+    events = [e for e in p.key_averages() if e.device_time_total > 0]
+    events.sort(key=lambda e: -e.device_time_total)
+    gpu = sum(e.device_time_total for e in events) / 3
+    print("profile %s: %.3f ms wall per call (profiled), %.3f ms of GPU "
+          "kernels and copies" % (name, wall * 1e3, gpu / 1e3))
+    for e in events[:14]:
+        print("  %8.3f ms %4d x  %s" % (e.device_time_total / 3e3,
+                                        e.count // 3, e.key[:90]))
+
+
 def rel_error(out, ref):
     out64, ref64 = out.double(), ref.double()
     if not torch.isfinite(out64).all():
@@ -334,6 +371,12 @@ def main():
                     help="skip the torch.compile peer")
     ap.add_argument("--budget", type=float, default=0.4,
                     help="seconds of repeats per measurement (default 0.4)")
+    ap.add_argument("--profile", default="",
+                    help="comma-separated row name prefixes: also list the "
+                    "GPU kernels of 3 kinac calls (torch.profiler, CUPTI)")
+    ap.add_argument("--no-prefetch", action="store_true",
+                    help="also time kinac with KINA_GPU_PREFETCH=0 "
+                    "(\"kinac-nopf\", a second copy of each library)")
     opts = ap.parse_args()
 
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -372,16 +415,24 @@ def main():
         vs = list(variants)
         if lib == "kbench" and fn.startswith("matmul"):
             vs.append(("kinac-kernel", opts.libdir, "kbench_kernel"))
+        if opts.no_prefetch:
+            vs.append(("kinac-nopf", opts.libdir, lib, "nopf"))
         for v in vs:
             vname, d = v[0], v[1]
             lname = v[2] if len(v) > 2 else lib
-            so = library(d, lname)
+            if len(v) > 3:  # a private copy whose runtime reads the setting
+                so = private_copy(d, lname, v[3])
+            else:
+                so = library(d, lname)
             if so is None:
                 continue
             k = Kernel(so, fn, rank)
             try:
+                if len(v) > 3:
+                    os.environ["KINA_GPU_PREFETCH"] = "0"
                 errs = [rel_error(k.result(a, DTYPES[odt]), r)
                         for a, r in zip(checks, refs)]
+                os.environ.pop("KINA_GPU_PREFETCH", None)
             except RuntimeError as e:
                 row["errors"][vname] = str(e)
                 print("  %s %s: FAILED %s" % (name, vname, e), flush=True)
@@ -391,8 +442,16 @@ def main():
                 print("  %s %s: WRONG (rel. error %.3g > %.3g)" %
                       (name, vname, max(errs), bound), flush=True)
                 continue
-            t, n = median_time(k.timed(checks[0]), 3, 5, 200, opts.budget)
+            slow = vname == "kinac-base"  # an older kinac: fewer repeats
+            t, n = median_time(k.timed(checks[0]), 1 if slow else 3,
+                               3 if slow else 5, 200, opts.budget)
             row["times"][vname], row["reps"][vname] = t, n
+            if vname == "kinac" and any(name.startswith(p) for p in
+                                        opts.profile.split(",") if p):
+                try:
+                    profile(name, k.timed(checks[0]))
+                except Exception as e:  # the profile is extra information
+                    print("  profile %s failed: %s" % (name, e))
         # Peers on the same inputs, with the same TF32 setting.
         peers = [("eager", ref)]
         if name.startswith("GPT-2 block bf16"):
@@ -423,6 +482,8 @@ def main():
         print(line, flush=True)
         del checks, refs
         torch.cuda.empty_cache()
+        if opts.json:  # after every row: a cut-off run keeps what it did
+            write_json(opts.json, dev, bw, rows)
 
     # The table.
     print()
@@ -442,12 +503,14 @@ def main():
             err = "%.1e" % err if isinstance(err, float) else ""
             print("%-24s %-12s %10.3f %10s %9s %7s %7s" %
                   (row["name"], who, t * 1e3, rate, frac, ratio, err))
-    if opts.json:
-        with open(opts.json, "w") as f:
-            json.dump({"date": datetime.datetime.utcnow().isoformat() + "Z",
-                       "device": dev, "torch": torch.__version__,
-                       "copy_GBps": bw, "rows": rows}, f, indent=1)
     return 0
+
+
+def write_json(path, dev, bw, rows):
+    with open(path, "w") as f:
+        json.dump({"date": datetime.datetime.now(datetime.timezone.utc)
+                   .isoformat(), "device": dev, "torch": torch.__version__,
+                   "copy_GBps": bw, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

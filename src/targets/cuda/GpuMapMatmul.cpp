@@ -52,6 +52,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/Pass/Pass.h"
 
 #include "llvm/ADT/SmallBitVector.h"
@@ -233,6 +234,55 @@ linalg::GenericOp zeroFillBefore(linalg::GenericOp op) {
   return fill;
 }
 
+/// The rounding of an f16/bf16 product's f32 result that follows `op`, when
+/// cuBLASLt can write the rounded result itself: a generic `truncf` with
+/// identity maps from `op`'s init C into a buffer D of A's element type;
+/// C used by nothing else than its null check, `fill` (the zero fill
+/// before), `op`, the rounding and deallocations; `op`'s operands defined
+/// before the rounding (so `op` can move there). Null otherwise.
+linalg::GenericOp truncationAfter(linalg::GenericOp op,
+                                  linalg::GenericOp fill) {
+  Type aType = getElementTypeOrSelf(op.getDpsInputs()[0].getType());
+  Value c = op.getDpsInits()[0];
+  if (!(aType.isF16() || aType.isBF16()) ||
+      !getElementTypeOrSelf(c.getType()).isF32())
+    return nullptr;
+  linalg::GenericOp trunc;
+  for (Operation *user : c.getUsers()) {
+    if (user == op.getOperation() || (fill && user == fill.getOperation()) ||
+        isa<memref::DeallocOp, memref::ExtractAlignedPointerAsIndexOp>(user))
+      continue;
+    auto generic = dyn_cast<linalg::GenericOp>(user);
+    if (!generic || trunc)
+      return nullptr;
+    trunc = generic;
+  }
+  if (!trunc || trunc.getNumDpsInputs() != 1 || trunc.getNumDpsInits() != 1 ||
+      trunc.getDpsInputs()[0] != c || trunc.getNumReductionLoops() != 0 ||
+      !llvm::all_of(trunc.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }) ||
+      getElementTypeOrSelf(trunc.getDpsInits()[0].getType()) != aType ||
+      trunc->getParentRegion() != op->getParentRegion())
+    return nullptr;
+  Block &body = trunc.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto truncf = yield.getValues()[0].getDefiningOp<arith::TruncFOp>();
+  if (body.getOperations().size() != 2 || !truncf ||
+      truncf.getIn() != body.getArgument(0))
+    return nullptr;
+  DominanceInfo dominance(op->getParentOp());
+  if (!dominance.properlyDominates(op.getOperation(), trunc.getOperation()))
+    return nullptr;
+  for (Value v : op->getOperands())
+    if (!dominance.properlyDominates(v, trunc.getOperation()))
+      return nullptr;
+  if (fill)
+    for (Value v : fill->getOperands())
+      if (!dominance.properlyDominates(v, trunc.getOperation()))
+        return nullptr;
+  return trunc;
+}
+
 /// Declares `kina_rt_gpu_matmul(i32, i32, i32, i64, i64, i64, i64) -> i32`
 /// (kina/runtime.h; pointers as i64) in `module` once.
 func::FuncOp matmulFunction(ModuleOp module) {
@@ -251,7 +301,8 @@ func::FuncOp matmulFunction(ModuleOp module) {
 /// comment) and returns the i1 "not handled": the kernel must run.
 Value emitLibraryCall(OpBuilder &b, Location loc, linalg::GenericOp op,
                       const ContractionLoops &loops, ArrayRef<Value> sizes,
-                      Value nonEmpty, int32_t types, int32_t flags) {
+                      Value nonEmpty, int32_t types, int32_t flags,
+                      Value output) {
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
   auto toI64 = [&](Value v) {
     return arith::IndexCastOp::create(b, loc, i64, v).getResult();
@@ -266,7 +317,8 @@ Value emitLibraryCall(OpBuilder &b, Location loc, linalg::GenericOp op,
     SmallVector<Value> pointers;
     SmallVector<SmallVector<Value>> strides; // [operand][loop]
     for (OpOperand &operand : op->getOpOperands()) {
-      Value buffer = operand.get();
+      // C is `output` (the rounded result's buffer: same shape and map).
+      Value buffer = operand.getOperandNumber() == 2 ? output : operand.get();
       auto type = cast<MemRefType>(buffer.getType());
       auto meta = memref::ExtractStridedMetadataOp::create(b, loc, buffer);
       Value base =
@@ -338,6 +390,16 @@ void mapContraction(linalg::GenericOp op, const ContractionLoops &loops,
   // Before anything is inserted in front of `op`.
   int32_t types = cublasLt ? libraryTypes(op) : 0;
   linalg::GenericOp fill = types ? zeroFillBefore(op) : nullptr;
+  linalg::GenericOp trunc = types ? truncationAfter(op, fill) : nullptr;
+  if (trunc) {
+    // cuBLASLt writes the f16/bf16 result itself; the f32 buffer, its fill
+    // and the rounding are the fallback's. The product moves next to the
+    // rounding (the result's buffer is allocated just before it).
+    if (fill)
+      fill->moveBefore(trunc);
+    op->moveBefore(trunc);
+    types = (types & 0xff) | (types & 0xff) << 8;
+  }
   OpBuilder b(op);
   Location loc = op.getLoc();
   SmallVector<Value> sizes = loopSizes(b, loc, op);
@@ -360,14 +422,17 @@ void mapContraction(linalg::GenericOp op, const ContractionLoops &loops,
     nonEmpty = arith::AndIOp::create(
         b, loc, nonEmpty,
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, v, zero));
+  Block *fallbackBlock = nullptr;
   if (types) {
     int32_t flags = (allowTf32 ? kFlagTf32 : 0) | (fill ? 0 : kFlagAccumulate);
-    Value fallback = emitLibraryCall(b, loc, op, loops, sizes, nonEmpty,
-                                     types, flags);
+    Value fallback = emitLibraryCall(
+        b, loc, op, loops, sizes, nonEmpty, types, flags,
+        trunc ? trunc.getDpsInits()[0] : op.getDpsInits()[0]);
     auto kernel = scf::IfOp::create(b, loc, fallback, /*withElse=*/false);
     b.setInsertionPointToStart(&kernel.getThenRegion().front());
     if (fill)
       fill->moveBefore(b.getInsertionBlock(), b.getInsertionPoint());
+    fallbackBlock = &kernel.getThenRegion().front();
   }
   auto guard = scf::IfOp::create(b, loc, nonEmpty, /*withElse=*/false);
   b.setInsertionPointToStart(&guard.getThenRegion().front());
@@ -479,6 +544,8 @@ void mapContraction(linalg::GenericOp op, const ContractionLoops &loops,
   auto store = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);
   b.setInsertionPointToStart(&store.getThenRegion().front());
   storeOperand(b, loc, op, init, kLoop.getResult(0), ivsAt(row, col, kZero));
+  if (trunc) // The fallback rounds after its kernel.
+    trunc->moveBefore(fallbackBlock->getTerminator());
   op.erase();
 }
 
