@@ -30,8 +30,11 @@ TFLOP/s. `ratio` is kinac's time over the best peer's (lower is better).
 Variants: LIBDIR's libraries are "kinac"; with --baseline DIR (the same
 libraries built by another kinac, e.g. main's) they are "kinac-base"; a
 kbench_kernel.so in LIBDIR (matmul on the generated kernel instead of
-cuBLASLt) gives "kinac-kernel" for the matmul rows. Writes every number as
-JSON (--json).
+cuBLASLt) gives "kinac-kernel" for the matmul rows; --prefetch adds
+"kinac-pf", a private copy of each library whose runtime runs with
+KINA_GPU_PREFETCH=1. --profile ROW lists the GPU kernels of 3 kinac calls
+of the row (torch.profiler), after all timing (CUPTI slows later launches).
+Writes every number as JSON (--json), after every row.
 """
 import argparse
 import ctypes
@@ -374,9 +377,9 @@ def main():
     ap.add_argument("--profile", default="",
                     help="comma-separated row name prefixes: also list the "
                     "GPU kernels of 3 kinac calls (torch.profiler, CUPTI)")
-    ap.add_argument("--no-prefetch", action="store_true",
-                    help="also time kinac with KINA_GPU_PREFETCH=0 "
-                    "(\"kinac-nopf\", a second copy of each library)")
+    ap.add_argument("--prefetch", action="store_true",
+                    help="also time kinac with KINA_GPU_PREFETCH=1 "
+                    "(\"kinac-pf\", a second copy of each library)")
     opts = ap.parse_args()
 
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -400,6 +403,7 @@ def main():
         return libs[path]
 
     rows = []
+    profiles = []
     only = opts.only.split(",") if opts.only else None
     for (name, lib, fn, rank, odt, make, ref, bound, kind, work,
          tf32) in CASES:
@@ -415,8 +419,8 @@ def main():
         vs = list(variants)
         if lib == "kbench" and fn.startswith("matmul"):
             vs.append(("kinac-kernel", opts.libdir, "kbench_kernel"))
-        if opts.no_prefetch:
-            vs.append(("kinac-nopf", opts.libdir, lib, "nopf"))
+        if opts.prefetch:
+            vs.append(("kinac-pf", opts.libdir, lib, "pf"))
         for v in vs:
             vname, d = v[0], v[1]
             lname = v[2] if len(v) > 2 else lib
@@ -429,7 +433,7 @@ def main():
             k = Kernel(so, fn, rank)
             try:
                 if len(v) > 3:
-                    os.environ["KINA_GPU_PREFETCH"] = "0"
+                    os.environ["KINA_GPU_PREFETCH"] = "1"
                 errs = [rel_error(k.result(a, DTYPES[odt]), r)
                         for a, r in zip(checks, refs)]
                 os.environ.pop("KINA_GPU_PREFETCH", None)
@@ -448,10 +452,8 @@ def main():
             row["times"][vname], row["reps"][vname] = t, n
             if vname == "kinac" and any(name.startswith(p) for p in
                                         opts.profile.split(",") if p):
-                try:
-                    profile(name, k.timed(checks[0]))
-                except Exception as e:  # the profile is extra information
-                    print("  profile %s failed: %s" % (name, e))
+                # After every timing: CUPTI slows later launches.
+                profiles.append((name, so, fn, rank, make))
         # Peers on the same inputs, with the same TF32 setting.
         peers = [("eager", ref)]
         if name.startswith("GPT-2 block bf16"):
@@ -484,6 +486,14 @@ def main():
         torch.cuda.empty_cache()
         if opts.json:  # after every row: a cut-off run keeps what it did
             write_json(opts.json, dev, bw, rows)
+
+    for name, so, fn, rank, make in profiles:
+        gen = torch.Generator(device="cuda")
+        gen.manual_seed(1234)
+        try:
+            profile(name, Kernel(so, fn, rank).timed(make(gen)))
+        except Exception as e:  # the profile is extra information
+            print("  profile %s failed: %s" % (name, e))
 
     # The table.
     print()

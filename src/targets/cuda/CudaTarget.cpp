@@ -176,7 +176,10 @@ void CudaTarget::buildStage(OpPassManager &pm, const TargetOptions &options,
     pm.addPass(createReadOnlyArgumentsPass());
     if (optimize) {
       pm.addPass(kina::createCanonicalizerPass());
-      pm.addPass(createElementwiseFusionPass());
+      // Contractions stay plain for cuBLASLt and the matmul kernel.
+      ElementwiseFusionPassOptions fusion;
+      fusion.keepContractions = true;
+      pm.addPass(createElementwiseFusionPass(fusion));
       pm.addPass(kina::createCanonicalizerPass());
       pm.addPass(createCSEPass());
     }
