@@ -6,8 +6,9 @@
 // missing (also through $KINA_CUBLASLT, in a child process, with status 3);
 // the normalisation of row-major strided, transposed and batched products
 // into cuBLASLt's column-major layouts (describeProblem); and, without a
-// GPU, kina_rt_gpu_matmul takes the product and reports status 3 as a
-// pending error. On a GPU (suite GpuLaunchMatmul, run by gpu-check.sh):
+// driver, kina_rt_gpu_matmul takes the product and reports status 3 as a
+// pending error (in a child process without a driver). On a GPU (suite
+// GpuLaunchMatmul, run by gpu-check.sh):
 // f32, f64 and bf16 products, transposed operands, broadcast and merged
 // batches and accumulation, checked element by element against a double
 // reference on the host.
@@ -153,22 +154,26 @@ TEST(CublasLtProblem, BatchesMergeBroadcastAndFold) {
             "16/32/8 outer [3]");
 }
 
-TEST(GpuNoDriverMatmul, WithoutAGpuTheProductFailsWithStatus3) {
-  const kina::rt::cuda::Driver *driver = nullptr;
-  if (kina::rt::cuda::loadDriver("test", driver) == 0)
-    GTEST_SKIP() << "a CUDA driver is present (GpuLaunchMatmul covers it)";
-  if (access(toolkitLibrary(), R_OK) != 0 && !std::getenv("KINA_CUBLASLT"))
-    GTEST_SKIP() << "no cuBLASLt here";
-  auto dims = plainDims(4, 3, 8);
-  float a[32] = {}, b[24] = {}, c[12] = {};
-  EXPECT_EQ(kina_rt_gpu_matmul(KINA_GPU_MATMUL_F32 | KINA_GPU_MATMUL_F32 << 8,
-                               0, 0, dims.data(), a, b, c),
-            1);
-  std::string message = kina_last_error();
-  EXPECT_TRUE(contains(message, "kina_rt_gpu_matmul: ") &&
-              (contains(message, "CUDA driver not found") ||
-               contains(message, "no CUDA device")))
-      << message;
+TEST(CublasLtNoDriver, WithoutADriverTheProductFailsWithStatus3) {
+  // A child process with a driver path that does not exist (as the
+  // GpuNoDriver tests), so this runs on every machine.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("KINA_CUDA_DRIVER", "/nonexistent/libcuda.so.1", 1);
+        auto dims = plainDims(4, 3, 8);
+        float a[32] = {};
+        float b[24] = {};
+        float c[12] = {};
+        int32_t handled = kina_rt_gpu_matmul(
+            KINA_GPU_MATMUL_F32 | KINA_GPU_MATMUL_F32 << 8, 0, 0, dims.data(),
+            a, b, c);
+        std::fprintf(stderr, "%d %s\n", handled, kina_last_error());
+        std::exit(handled == 1 ? 3 : 1);
+      },
+      testing::ExitedWithCode(3),
+      "1 kina_rt_gpu_matmul: .*(CUDA driver not found \\(/nonexistent/"
+      "libcuda.so.1|cuBLASLt not found)");
 }
 
 // --- On a GPU -----------------------------------------------------------------
