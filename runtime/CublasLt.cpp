@@ -117,8 +117,8 @@ int32_t loadLibrary(const char *where, const Library *&library) noexcept {
         paths.push_back(explicitPath);
       } else {
         paths.push_back("libcublasLt.so.13");
-        if (const char *cudaPath = std::getenv("CUDA_PATH"); cudaPath &&
-                                                             *cudaPath)
+        if (const char *cudaPath = std::getenv("CUDA_PATH");
+            cudaPath && *cudaPath)
           paths.push_back(std::string(cudaPath) + "/lib64/libcublasLt.so.13");
         paths.push_back("/usr/local/cuda/lib64/libcublasLt.so.13");
       }
@@ -211,9 +211,7 @@ int dataType(int code) {
 }
 
 int64_t elementSize(int code) {
-  return code == KINA_GPU_MATMUL_F64   ? 8
-         : code == KINA_GPU_MATMUL_F32 ? 4
-                                       : 2;
+  return code == KINA_GPU_MATMUL_F64 ? 8 : code == KINA_GPU_MATMUL_F32 ? 4 : 2;
 }
 
 /// The largest power of two (at most 256) dividing `value`.
@@ -249,8 +247,8 @@ bool normalise(int32_t types, int32_t flags, int32_t batchRank,
   if (dataType(p.aType) < 0 || dataType(p.cType) < 0 || batchRank < 0 ||
       batchRank > KINA_MAX_RANK)
     return false;
-  bool halfIn = p.aType == KINA_GPU_MATMUL_F16 ||
-                p.aType == KINA_GPU_MATMUL_BF16;
+  bool halfIn =
+      p.aType == KINA_GPU_MATMUL_F16 || p.aType == KINA_GPU_MATMUL_BF16;
   if (p.aType != p.cType && !(halfIn && p.cType == KINA_GPU_MATMUL_F32))
     return false;
   int64_t m = dims[0], n = dims[1], k = dims[2];
@@ -403,9 +401,9 @@ struct Request {
 constexpr const char *kWhere = "kina_rt_gpu_matmul";
 
 int32_t pendCublas(const Api &api, Status status, const std::string &what) {
-  return gpu::pendError(KINA_STATUS_GPU_ERROR, std::string(kWhere) + ": " +
-                                                   what + " failed: " +
-                                                   describeStatus(&api, status));
+  return gpu::pendError(KINA_STATUS_GPU_ERROR,
+                        std::string(kWhere) + ": " + what +
+                            " failed: " + describeStatus(&api, status));
 }
 
 /// Makes the plan of `p` on `state`; returns 0 (plan.found false when the
@@ -565,8 +563,8 @@ std::string describeProblem(int32_t types, int32_t flags, int32_t batchRank,
     return std::string(o.op == kOpN ? "N " : "T ") + std::to_string(o.rows) +
            "x" + std::to_string(o.cols) + " ld " + std::to_string(o.ld);
   };
-  std::string out = "D[" + text(p.d) + "] = X[" + text(p.x) + "] * Y[" +
-                    text(p.y) + "]";
+  std::string out =
+      "D[" + text(p.d) + "] = X[" + text(p.x) + "] * Y[" + text(p.y) + "]";
   if (p.batch > 1)
     out += " batch " + std::to_string(p.batch) + " strides " +
            std::to_string(p.x.batchStride) + "/" +

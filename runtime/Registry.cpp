@@ -38,11 +38,11 @@ using kina::rt::BufferKind;
 struct BufferInfo {
   int64_t bytes;
   BufferKind kind;
-  int32_t device;   ///< CUDA device ordinal of managed memory; -1 for host.
-  int64_t capacity; ///< Bytes allocated (>= bytes: the size class).
-  bool cached = false;      ///< Freed, kept for reuse.
+  int32_t device;      ///< CUDA device ordinal of managed memory; -1 for host.
+  int64_t capacity;    ///< Bytes allocated (>= bytes: the size class).
+  bool cached = false; ///< Freed, kept for reuse.
   bool hostTouched = false; ///< Cached after a free outside a call.
-  uintptr_t owner = 0; ///< Thread token while its call holds it; 0: any.
+  uintptr_t owner = 0;      ///< Thread token while its call holds it; 0: any.
 };
 
 /// A free list key: device ordinal and capacity.
@@ -101,14 +101,13 @@ HostAllocator hostAllocator() {
   return HostAllocator{allocateHook.load(), releaseHook.load()};
 }
 
-void recordBuffer(void *pointer, int64_t bytes, BufferKind kind,
-                  int32_t device, int64_t capacity) {
+void recordBuffer(void *pointer, int64_t bytes, BufferKind kind, int32_t device,
+                  int64_t capacity) {
   Registry &r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  r.buffers.emplace(pointer,
-                    BufferInfo{bytes, kind,
-                               kind == BufferKind::Host ? -1 : device,
-                               capacity < bytes ? bytes : capacity});
+  r.buffers.emplace(pointer, BufferInfo{bytes, kind,
+                                        kind == BufferKind::Host ? -1 : device,
+                                        capacity < bytes ? bytes : capacity});
   r.liveBytes += bytes;
 }
 

@@ -26,8 +26,8 @@ enum class BufferKind {
 /// was allocated on (ignored for host memory). Throws std::bad_alloc if the
 /// map cannot grow; the caller then still owns the memory and must release
 /// it.
-void recordBuffer(void *pointer, int64_t bytes, BufferKind kind,
-                  int32_t device, int64_t capacity = -1);
+void recordBuffer(void *pointer, int64_t bytes, BufferKind kind, int32_t device,
+                  int64_t capacity = -1);
 
 // --- The cache of managed blocks -------------------------------------------
 // runtime_free does not give managed memory back to CUDA: the block stays

@@ -53,9 +53,8 @@ TEST(CublasLtLoader, LoadsTheToolkitsLibrary) {
     GTEST_SKIP() << "no " << toolkitLibrary() << " (no CUDA Toolkit here)";
   kina::rt::cublaslt::Library library;
   std::string error;
-  ASSERT_EQ(kina::rt::cublaslt::loadLibraryFrom(toolkitLibrary(), library,
-                                                error),
-            0)
+  ASSERT_EQ(
+      kina::rt::cublaslt::loadLibraryFrom(toolkitLibrary(), library, error), 0)
       << error;
   EXPECT_GE(library.version, 110000u);
   EXPECT_NE(library.api.cublasLtMatmul, nullptr);
@@ -128,27 +127,27 @@ TEST(CublasLtProblem, BatchesMergeBroadcastAndFold) {
   int32_t f32 = KINA_GPU_MATMUL_F32 | KINA_GPU_MATMUL_F32 << 8;
   // [8, 1024, 768] x [768, 2304]: B broadcast over a batch that continues
   // A's and C's rows: one product of 8192 rows.
-  std::vector<int64_t> fold = {1024, 2304, 768, 8,
-                               1024 * 768, 768, 1, // A
-                               0, 2304, 1,         // B
+  std::vector<int64_t> fold = {1024,        2304, 768, 8,
+                               1024 * 768,  768,  1, // A
+                               0,           2304, 1, // B
                                1024 * 2304, 2304, 1};
   EXPECT_EQ(describeProblem(f32, 0, 1, fold.data()),
             "D[N 2304x8192 ld 2304] = X[N 2304x768 ld 2304] * Y[N 768x8192 "
             "ld 768]");
   // [2, 12, 64, 32] x [2, 12, 32, 64]: two batch dims merge into 24.
-  std::vector<int64_t> merge = {64,   64, 32, 2,  12, // m n k, batch sizes
-                                24576, 2048, 32, 1,    // A
-                                24576, 2048, 64, 1,    // B
-                                49152, 4096, 64, 1};   // C
+  std::vector<int64_t> merge = {64,    64,   32, 2, 12, // m n k, batch sizes
+                                24576, 2048, 32, 1,     // A
+                                24576, 2048, 64, 1,     // B
+                                49152, 4096, 64, 1};    // C
   EXPECT_EQ(describeProblem(f32, 0, 2, merge.data()),
             "D[N 64x64 ld 64] = X[N 64x32 ld 64] * Y[N 32x64 ld 32] batch 24 "
             "strides 2048/2048/4096");
   // [3, 5, 4, 8] x [5, 8, 2]: A's batch dims do not merge with B's
   // broadcast one; the inner dim is cuBLASLt's batch, the outer a loop.
-  std::vector<int64_t> outer = {4,  2,  8, 3, 5, // m n k, batch sizes
-                                160, 32, 8, 1,   // A
-                                0,   16, 2, 1,   // B
-                                40,  8,  2, 1};  // C
+  std::vector<int64_t> outer = {4,   2,  8, 3, 5, // m n k, batch sizes
+                                160, 32, 8, 1,    // A
+                                0,   16, 2, 1,    // B
+                                40,  8,  2, 1};   // C
   EXPECT_EQ(describeProblem(f32, 0, 2, outer.data()),
             "D[N 2x4 ld 2] = X[N 2x8 ld 2] * Y[N 8x4 ld 8] batch 5 strides "
             "16/32/8 outer [3]");
@@ -165,9 +164,9 @@ TEST(CublasLtNoDriver, WithoutADriverTheProductFailsWithStatus3) {
         float a[32] = {};
         float b[24] = {};
         float c[12] = {};
-        int32_t handled = kina_rt_gpu_matmul(
-            KINA_GPU_MATMUL_F32 | KINA_GPU_MATMUL_F32 << 8, 0, 0, dims.data(),
-            a, b, c);
+        int32_t handled =
+            kina_rt_gpu_matmul(KINA_GPU_MATMUL_F32 | KINA_GPU_MATMUL_F32 << 8,
+                               0, 0, dims.data(), a, b, c);
         std::fprintf(stderr, "%d %s\n", handled, kina_last_error());
         std::exit(handled == 1 ? 3 : 1);
       },
@@ -176,7 +175,8 @@ TEST(CublasLtNoDriver, WithoutADriverTheProductFailsWithStatus3) {
       "libcuda.so.1|cuBLASLt not found)");
 }
 
-// --- On a GPU -----------------------------------------------------------------
+// --- On a GPU
+// -----------------------------------------------------------------
 
 /// A managed buffer from the runtime's allocator (freed by the destructor).
 struct Managed {
@@ -227,8 +227,7 @@ protected:
     int32_t status = kina_rt_gpu_enter();
     if (status)
       return status;
-    handled =
-        kina_rt_gpu_matmul(types, flags, batchRank, dims.data(), a, b, c);
+    handled = kina_rt_gpu_matmul(types, flags, batchRank, dims.data(), a, b, c);
     return kina_rt_gpu_exit();
   }
 };
@@ -315,8 +314,8 @@ TEST_F(GpuLaunchMatmul, F32RowMajorTransposedAndAccumulate) {
   // C without unit stride along n: not taken, C untouched.
   std::vector<int64_t> columnC = {m, n, k, k, 1, n, 1, 1, m};
   std::vector<float> before(c.as<float>(), c.as<float>() + m * n);
-  ASSERT_EQ(run(f32, 0, 0, columnC, a.as<float>(), b.as<float>(),
-                c.as<float>(), handled),
+  ASSERT_EQ(run(f32, 0, 0, columnC, a.as<float>(), b.as<float>(), c.as<float>(),
+                handled),
             0);
   EXPECT_EQ(handled, 0);
   EXPECT_EQ(std::memcmp(before.data(), c.as<float>(), m * n * 4), 0);
@@ -357,17 +356,23 @@ TEST_F(GpuLaunchMatmul, BatchedBroadcastF64AndBf16) {
     ha.as<uint16_t>()[i] = toBf16(static_cast<float>(normal(rng)));
   for (int64_t i = 0; i < bk * bn; ++i)
     hb.as<uint16_t>()[i] = toBf16(static_cast<float>(normal(rng)));
-  std::vector<int64_t> bdims = {bm, bn, bk, batch, bm * bk, bk, 1,
-                                0,  bn, 1,  bm * bn, bn, 1};
+  std::vector<int64_t> bdims = {bm, bn, bk, batch,   bm * bk, bk, 1,
+                                0,  bn, 1,  bm * bn, bn,      1};
   ASSERT_EQ(run(KINA_GPU_MATMUL_BF16 | KINA_GPU_MATMUL_BF16 << 8, 0, 1, bdims,
                 ha.as<uint16_t>(), hb.as<uint16_t>(), hc.as<uint16_t>(),
                 handled),
             0)
       << kina_last_error();
   EXPECT_EQ(handled, 1);
-  auto loadHA = [&](int64_t o) { return double(fromBf16(ha.as<uint16_t>()[o])); };
-  auto loadHB = [&](int64_t o) { return double(fromBf16(hb.as<uint16_t>()[o])); };
-  auto loadHC = [&](int64_t o) { return double(fromBf16(hc.as<uint16_t>()[o])); };
+  auto loadHA = [&](int64_t o) {
+    return double(fromBf16(ha.as<uint16_t>()[o]));
+  };
+  auto loadHB = [&](int64_t o) {
+    return double(fromBf16(hb.as<uint16_t>()[o]));
+  };
+  auto loadHC = [&](int64_t o) {
+    return double(fromBf16(hc.as<uint16_t>()[o]));
+  };
   // f32 accumulation, one rounding to bf16: within 2^-8 of the magnitude.
   EXPECT_EQ(countWrong({batch}, bm, bn, bk, {{bm * bk}, bk, 1}, {{0}, bn, 1},
                        {{bm * bn}, bn, 1}, loadHA, loadHB, loadHC, {},

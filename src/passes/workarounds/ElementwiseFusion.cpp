@@ -120,8 +120,7 @@ public:
       return !intoContraction(fused) &&
              !(producer && linalg::isaContractionOpInterface(producer));
     };
-    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns,
-                                                      reshapeControl);
+    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, reshapeControl);
     tensor::populateBubbleUpExpandShapePatterns(patterns);
     affine::AffineApplyOp::getCanonicalizationPatterns(patterns, context);
     linalg::GenericOp::getCanonicalizationPatterns(patterns, context);

@@ -222,8 +222,8 @@ linalg::GenericOp zeroFillBefore(linalg::GenericOp op) {
   auto yield = cast<linalg::YieldOp>(fill.getRegion().front().getTerminator());
   Value v = yield.getValues()[0];
   if (auto arg = dyn_cast<BlockArgument>(v)) {
-    if (arg.getOwner() != &fill.getRegion().front() || arg.getArgNumber() != 0 ||
-        fill.getNumDpsInputs() != 1)
+    if (arg.getOwner() != &fill.getRegion().front() ||
+        arg.getArgNumber() != 0 || fill.getNumDpsInputs() != 1)
       return nullptr;
     v = fill.getDpsInputs()[0];
   }
@@ -358,15 +358,14 @@ Value emitLibraryCall(OpBuilder &b, Location loc, linalg::GenericOp op,
       dims.push_back(strides[2][d]);
     dims.push_back(strideOf(2, loops.m));
     dims.push_back(strideOf(2, loops.n));
-    auto arrayType =
-        MemRefType::get({static_cast<int64_t>(dims.size())}, i64);
+    auto arrayType = MemRefType::get({static_cast<int64_t>(dims.size())}, i64);
     Value array = memref::AllocaOp::create(b, loc, arrayType);
     for (auto [i, v] : llvm::enumerate(dims))
       memref::StoreOp::create(
           b, loc, toI64(v), array,
           ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
-    Value arrayPointer = toI64(
-        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, array));
+    Value arrayPointer =
+        toI64(memref::ExtractAlignedPointerAsIndexOp::create(b, loc, array));
     auto constant = [&](int32_t v) {
       return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
     };
@@ -425,9 +424,9 @@ void mapContraction(linalg::GenericOp op, const ContractionLoops &loops,
   Block *fallbackBlock = nullptr;
   if (types) {
     int32_t flags = (allowTf32 ? kFlagTf32 : 0) | (fill ? 0 : kFlagAccumulate);
-    Value fallback = emitLibraryCall(
-        b, loc, op, loops, sizes, nonEmpty, types, flags,
-        trunc ? trunc.getDpsInits()[0] : op.getDpsInits()[0]);
+    Value fallback =
+        emitLibraryCall(b, loc, op, loops, sizes, nonEmpty, types, flags,
+                        trunc ? trunc.getDpsInits()[0] : op.getDpsInits()[0]);
     auto kernel = scf::IfOp::create(b, loc, fallback, /*withElse=*/false);
     b.setInsertionPointToStart(&kernel.getThenRegion().front());
     if (fill)
