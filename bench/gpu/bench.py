@@ -27,6 +27,10 @@ plus written over CUDA-event time of a 1 GiB copy) is measured in the same
 run; memory-bound rows print GB/s and their fraction of it, matmul rows
 TFLOP/s. `ratio` is kinac's time over the best peer's (lower is better).
 
+--check-only checks kinac's results and times nothing (scripts/gpu-check.sh
+runs it on the libraries scripts/gpu-artefacts.sh builds); the exit status
+is 1 when any kinac result was wrong or its call failed.
+
 Variants: LIBDIR's libraries are "kinac"; with --baseline DIR (the same
 libraries built by another kinac, e.g. main's) they are "kinac-base"; a
 kbench_kernel.so in LIBDIR (matmul on the generated kernel instead of
@@ -370,6 +374,9 @@ def main():
     ap.add_argument("--baseline", help="libraries of another kinac")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--only", help="comma-separated row name prefixes")
+    ap.add_argument("--check-only", action="store_true",
+                    help="only check kinac's results (no timing, no peers); "
+                    "scripts/gpu-check.sh's step")
     ap.add_argument("--no-compile", action="store_true",
                     help="skip the torch.compile peer")
     ap.add_argument("--budget", type=float, default=0.4,
@@ -404,6 +411,7 @@ def main():
 
     rows = []
     profiles = []
+    failures = checked = 0
     only = opts.only.split(",") if opts.only else None
     for (name, lib, fn, rank, odt, make, ref, bound, kind, work,
          tf32) in CASES:
@@ -440,11 +448,18 @@ def main():
             except RuntimeError as e:
                 row["errors"][vname] = str(e)
                 print("  %s %s: FAILED %s" % (name, vname, e), flush=True)
+                failures += 1
                 continue
             row["errors"][vname] = max(errs)
             if not max(errs) <= bound:
                 print("  %s %s: WRONG (rel. error %.3g > %.3g)" %
                       (name, vname, max(errs), bound), flush=True)
+                failures += 1
+                continue
+            if opts.check_only:
+                print("  %s %s: ok (rel. error %.2g, bound %.2g)" %
+                      (name, vname, max(errs), bound), flush=True)
+                checked += 1
                 continue
             slow = vname == "kinac-base"  # an older kinac: fewer repeats
             t, n = median_time(k.timed(checks[0]), 1 if slow else 3,
@@ -454,6 +469,10 @@ def main():
                                         opts.profile.split(",") if p):
                 # After every timing: CUPTI slows later launches.
                 profiles.append((name, so, fn, rank, make))
+        if opts.check_only:
+            del checks, refs
+            torch.cuda.empty_cache()
+            continue
         # Peers on the same inputs, with the same TF32 setting.
         peers = [("eager", ref)]
         if name.startswith("GPT-2 block bf16"):
@@ -487,6 +506,10 @@ def main():
         if opts.json:  # after every row: a cut-off run keeps what it did
             write_json(opts.json, dev, bw, rows)
 
+    if opts.check_only:
+        print("bench: %d results checked, %d wrong or failed" %
+              (checked, failures))
+        return 1 if failures else 0
     for name, so, fn, rank, make in profiles:
         gen = torch.Generator(device="cuda")
         gen.manual_seed(1234)
@@ -513,7 +536,7 @@ def main():
             err = "%.1e" % err if isinstance(err, float) else ""
             print("%-24s %-12s %10.3f %10s %9s %7s %7s" %
                   (row["name"], who, t * 1e3, rate, frac, ratio, err))
-    return 0
+    return 1 if failures else 0
 
 
 def write_json(path, dev, bw, rows):
