@@ -835,6 +835,20 @@ int32_t kina_rt_gpu_enter(void) {
   });
 }
 
+void kina_rt_gpu_synchronize(void) {
+  kina::rt::gpu::ThreadGpu &thread = kina::rt::gpu::threadGpu();
+  if (thread.callDepth <= 0 || thread.callDevice < 0 ||
+      static_cast<size_t>(thread.callDevice) >= thread.streams.size() ||
+      !thread.streams[thread.callDevice])
+    return; // Outside a call, or nothing launched yet.
+  CUstream stream = thread.streams[thread.callDevice];
+  kina::rt::gpu::onDevice("kina_rt_gpu_synchronize", [&](Active &active) {
+    return kina::rt::gpu::checked(
+        active, active.api().cuStreamSynchronize(stream),
+        "cuStreamSynchronize failed (a kernel of the call failed)");
+  });
+}
+
 int32_t kina_rt_gpu_check_argument(const void *allocated, const char *function,
                                    const char *argument) {
   const char *where = function ? function : "kina_rt_gpu_check_argument";

@@ -171,6 +171,14 @@ int32_t kina_rt_gpu_check_argument(const void *allocated, const char *function,
  *  (Internal Error) when called without kina_rt_gpu_enter. Thread-safe. */
 int32_t kina_rt_gpu_exit(void);
 
+/** Waits for the GPU work the calling thread's current kina_<fn> call has
+ *  queued (its stream), for compiled host code that reads a buffer kernels
+ *  wrote (gather's index range check; the cuda target's
+ *  `kina-gpu-host-sync` pass emits the call). A failure becomes the
+ *  thread's pending GPU error, which kina_rt_gpu_exit returns. Outside a
+ *  call it does nothing. Thread-safe. */
+void kina_rt_gpu_synchronize(void);
+
 /* Element type codes of kina_rt_gpu_matmul: `types` is the code of A and B
  * (one type) plus 256 times the code of C. */
 #define KINA_GPU_MATMUL_F32 1

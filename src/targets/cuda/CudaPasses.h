@@ -36,11 +36,14 @@ namespace kina::cuda {
 //  - `kina-gpu-map-elementwise` (GpuMapElementwise.cpp,
 //    createGpuMapElementwisePass()): all-parallel generics and memref.copy
 //    to grid-stride kernels; fails when a linalg op or copy remains on the
-//    host.
+//    host;
+// and `kina-gpu-host-sync` (GpuHostSync.cpp, createGpuHostSyncPass()): a
+// call of kina_rt_gpu_synchronize() before each host read of a buffer
+// kernels may write.
 #define GEN_PASS_DECL
 #include "kina/CudaPasses.h.inc"
 
-/// Registers the three mappers with MLIR's pass registry
+/// Registers the four passes with MLIR's pass registry
 /// (registerKinaCudaPasses(), generated), so that mlir-opt-style tools
 /// (kina-opt) run each alone; the cuda target's registerPasses() calls it.
 #define GEN_PASS_REGISTRATION

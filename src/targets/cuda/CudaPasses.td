@@ -96,4 +96,18 @@ def GpuMapElementwisePass
                            "mlir::scf::SCFDialect"];
 }
 
+def GpuHostSyncPass : Pass<"kina-gpu-host-sync", "mlir::ModuleOp"> {
+  let summary = "Wait for the call's kernels before the host reads a buffer";
+  let description = [{
+    Inserts a call of the runtime's `kina_rt_gpu_synchronize()` before each
+    host-side `memref.load` from a buffer that kernels may write (not a
+    `memref.alloca` or `memref.get_global`, through views); consecutive
+    loads share one call. The runtime does not wait after each launch of a
+    `kina_<fn>` call, so such a read (gather's index range check) must wait
+    for the kernels queued before it. Runs after the three kernel mappers.
+    Cannot fail.
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect"];
+}
+
 #endif // KINA_CUDA_PASSES_TD

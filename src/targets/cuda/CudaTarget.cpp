@@ -200,6 +200,7 @@ void CudaTarget::buildStage(OpPassManager &pm, const TargetOptions &options,
     pm.addPass(cuda::createGpuMapMatmulPass(matmul));
     pm.addPass(cuda::createGpuMapReductionsPass());
     pm.addPass(cuda::createGpuMapElementwisePass());
+    pm.addPass(cuda::createGpuHostSyncPass());
     pm.addPass(createGpuLaunchSinkIndexComputationsPass());
     pm.addPass(createGpuKernelOutliningPass());
   } else if (stage == "gpu-nvvm") {
