@@ -14,6 +14,8 @@
 #ifndef KINA_DRIVER_DRIVERIMPL_H
 #define KINA_DRIVER_DRIVERIMPL_H
 
+#include "Kernels.h"
+
 #include "kina/Diagnostics.h"
 #include "kina/Driver.h"
 #include "kina/InternalError.h"
@@ -77,6 +79,12 @@ struct DriverOptions {
   bool verbose = false;
   bool keepTemps = false;
   bool timeStages = false;
+  /// --stats=text|json (empty: off), --stats-file (empty: stderr), and
+  /// --stats-shape's symbolic dim sizes (docs/inspecting.md).
+  std::string stats;
+  std::string statsFile;
+  std::string statsShape;
+  ShapeBindings statsShapes;
   bool printDebugInfo = false;
   bool printLinkFlags = false;
   /// --diagnostics-format=text|json and --verify-diagnostics (Diagnostics.h).
@@ -144,6 +152,10 @@ public:
                     .count();
     stages.emplace_back(stage.str(), ms);
     return result;
+  }
+  /// The stages timed so far: name and milliseconds, in order.
+  const std::vector<std::pair<std::string, double>> &times() const {
+    return stages;
   }
   void print() const {
     if (!enabled)
@@ -308,6 +320,10 @@ public:
   /// diagnostics its source's annotations expect.
   bool diagnosticsVerified = false;
 
+  /// With --emit=dot or --stats: the kernels the pipeline produced (set by
+  /// the last run() that ran the pipeline).
+  std::optional<KernelReport> kernels;
+
 private:
   const DriverOptions &opts;
   StageTimer &timer;
@@ -322,6 +338,9 @@ private:
   std::optional<std::string> runTools(const std::string &llvmDialectText,
                                       EmitStage stage);
   std::optional<std::string> buildShared(const std::string &input);
+  /// cuda --stats: the PTX of each kernel module (gpu.module name, text) of
+  /// `module` (gpu.binary ops of format isa) and ptxas -v's figures.
+  bool addResourceUsage(mlir::ModuleOp module);
 };
 
 /// Checks --mcpu against the processors LLVM knows for the default target
