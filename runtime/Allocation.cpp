@@ -6,8 +6,9 @@
 // ranked descriptor carries the sizes, check them (rank 0..KINA_MAX_RANK,
 // sizes >= 0, element_size > 0, no 64-bit overflow: status 1 before any
 // allocation), allocate product(sizes) * element_size bytes (host: 64-byte
-// aligned std::aligned_alloc; CUDA: cuMemAllocManaged on the selected
-// device, GpuMemory.h), record the buffer in
+// aligned std::aligned_alloc; CUDA: a cached block of the size class, else
+// cuMemAllocManaged on the selected device, GpuMemory.h and Registry.h),
+// record the buffer in
 // the registry and write allocated, aligned, offset 0 and row-major strides
 // back into the ranked descriptor. On any failure the descriptor's pointers
 // are null (when the descriptor is readable) and kina_last_error() says why.
@@ -55,6 +56,57 @@ int32_t allocateHost(const std::string &where, int64_t bytes, void *&result) {
     return fail(KINA_STATUS_RESOURCE_ERROR, where + ": cannot allocate " +
                                                 std::to_string(bytes) +
                                                 " bytes of host memory");
+  return KINA_STATUS_SUCCESS;
+}
+
+/// $KINA_GPU_PREFETCH: "1" also prefetches reused blocks that were freed
+/// outside a call (read once; new blocks are always prefetched). Off by
+/// default: on the H200 the prefetch of an already resident 256 MiB block
+/// cost about 0.3 ms per call (bench/gpu, docs/performance.md), more than
+/// a block the host never touched gains; a program that reads every
+/// result on the host before freeing it may gain from it.
+bool prefetchReused() {
+  static const bool enabled = [] {
+    const char *text = std::getenv("KINA_GPU_PREFETCH");
+    return text && text[0] == '1' && !text[1];
+  }();
+  return enabled;
+}
+
+/// Managed memory for `bytes` on the selected device: a cached block of the
+/// size class (Registry.h) when there is one, else a new one of the class's
+/// capacity (after giving the cache back to CUDA if the driver refuses).
+/// Either way recorded as live, and its pages asked onto the GPU when it is
+/// new or the host may have touched it. Returns 0, or the allocation's
+/// status (GpuMemory.h, allocateManaged).
+int32_t allocateGpu(const std::string &where, int64_t bytes, void *&memory) {
+  int32_t device = -1;
+  int32_t status = kina::rt::gpu::selectedDevice(where.c_str(), device);
+  if (status != KINA_STATUS_SUCCESS)
+    return status;
+  int64_t capacity = kina::rt::managedCapacity(bytes);
+  bool hostTouched = false;
+  memory = kina::rt::takeCachedBlock(device, capacity, bytes, hostTouched);
+  if (memory) {
+    if (hostTouched && prefetchReused())
+      kina::rt::gpu::prefetchToCallDevice(memory, bytes);
+    return KINA_STATUS_SUCCESS;
+  }
+  status = kina::rt::gpu::allocateManaged(where, capacity, memory, device);
+  if (status == KINA_STATUS_RESOURCE_ERROR &&
+      kina::rt::releaseCachedBlocks() > 0)
+    status = kina::rt::gpu::allocateManaged(where, capacity, memory, device);
+  if (status != KINA_STATUS_SUCCESS)
+    return status;
+  try {
+    kina::rt::recordBuffer(memory, bytes, BufferKind::Managed, device,
+                           capacity);
+  } catch (...) {
+    kina::rt::releaseMemory(memory, BufferKind::Managed, device, "allocate");
+    memory = nullptr;
+    throw; // The guard reports it (std::bad_alloc: status 2).
+  }
+  kina::rt::gpu::prefetchToCallDevice(memory, bytes);
   return KINA_STATUS_SUCCESS;
 }
 
@@ -107,17 +159,21 @@ int32_t allocate(const char *where, KinaUnrankedMemRef *out,
 
   void *memory = nullptr;
   int32_t device = -1;
-  int32_t status =
-      kind == BufferKind::Host
-          ? allocateHost(prefix, bytes, memory)
-          : kina::rt::gpu::allocateManaged(prefix, bytes, memory, device);
-  if (status != KINA_STATUS_SUCCESS)
-    return status;
-  try {
-    kina::rt::recordBuffer(memory, bytes, kind, device);
-  } catch (...) {
-    kina::rt::releaseMemory(memory, kind, device, where);
-    throw; // The guard reports it (std::bad_alloc: status 2).
+  int32_t status = KINA_STATUS_SUCCESS;
+  if (kind == BufferKind::Host) {
+    status = allocateHost(prefix, bytes, memory);
+    if (status != KINA_STATUS_SUCCESS)
+      return status;
+    try {
+      kina::rt::recordBuffer(memory, bytes, kind, device);
+    } catch (...) {
+      kina::rt::releaseMemory(memory, kind, device, where);
+      throw; // The guard reports it (std::bad_alloc: status 2).
+    }
+  } else {
+    status = allocateGpu(prefix, bytes, memory);
+    if (status != KINA_STATUS_SUCCESS)
+      return status;
   }
   descriptor->allocated = memory;
   descriptor->aligned = memory;

@@ -28,6 +28,7 @@
 #include "CudaDriver.h"
 #include "GpuMemory.h"
 #include "Guard.h"
+#include "Registry.h"
 
 #include "kina/runtime.h"
 
@@ -295,6 +296,30 @@ int32_t guarded(const char *where, Body &&body) noexcept {
   return status;
 }
 
+/// The frame every mgpu* function shares: under the C-boundary guard, opens
+/// the device (Active::open: the driver, the device's primary context made
+/// current for the duration) and runs `body(active)`, which returns a
+/// status (0, or one it made pending). Returns that status.
+template <typename Body>
+int32_t onDevice(const char *where, Body &&body) noexcept {
+  return guarded(where, [&] {
+    Active active(where);
+    int32_t status = active.open();
+    if (status != KINA_STATUS_SUCCESS)
+      return status;
+    return body(active);
+  });
+}
+
+/// 0 when `result` is CUDA_SUCCESS; otherwise makes "<where>: <what>:
+/// <CUDA error>" the thread's pending error and returns its status (2 for
+/// CUDA_ERROR_OUT_OF_MEMORY, else 3).
+int32_t checked(const Active &active, CUresult result, const char *what) {
+  if (result == CUDA_SUCCESS)
+    return KINA_STATUS_SUCCESS;
+  return pendCuda(active.api(), result, active.where, what);
+}
+
 /// Loads `module` on the active device if needed (under its lock) and
 /// returns the function `name`, or null with a pending error.
 CUfunction moduleFunction(Active &active, GpuModule &module, const char *name) {
@@ -362,7 +387,44 @@ CUdeviceptr devicePointer(const void *pointer) {
   return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(pointer));
 }
 
+/// Whether `stream` is a thread's own stream (kept until its thread exits).
+bool isThreadStream(CUstream stream) {
+  FunctionTable &table = functionTable();
+  std::lock_guard<std::mutex> lock(table.mutex);
+  return table.threadStreams.count(stream) > 0;
+}
+
+/// Whether `stream` is the calling thread's stream on the device of its
+/// current kina_<fn> call (false outside a call).
+bool isCallStream(CUstream stream) noexcept {
+  ThreadGpu &thread = threadGpu();
+  return stream && thread.callDepth > 0 && thread.callDevice >= 0 &&
+         static_cast<size_t>(thread.callDevice) < thread.streams.size() &&
+         thread.streams[thread.callDevice] == stream;
+}
+
 } // namespace
+
+int32_t onThreadStream(const char *where, StreamBody body,
+                       void *state) noexcept {
+  return onDevice(where, [&](Active &active) {
+    CUstream stream = active.threadStream();
+    if (!stream)
+      return KINA_STATUS_GPU_ERROR;
+    return body(state, active.api(), stream, active.device);
+  });
+}
+
+int32_t pendError(int32_t status, const std::string &message) noexcept {
+  return pend(status, message);
+}
+
+int32_t pendCudaError(const cuda::DriverApi &api, CUresult result,
+                      const char *where, const std::string &what) noexcept {
+  return pendCuda(api, result, where, what);
+}
+
+bool inCall() noexcept { return threadGpu().callDepth > 0; }
 
 int64_t moduleLoadCount() noexcept { return moduleLoads.load(); }
 int64_t liveStreamCount() noexcept { return liveStreams.load(); }
@@ -557,13 +619,8 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
 // --- Streams and events ---------------------------------------------------
 
 void *mgpuStreamCreate(void) {
-  const char *where = "mgpuStreamCreate";
   CUstream stream = nullptr;
-  kina::rt::gpu::guarded(where, [&] {
-    Active active(where);
-    int32_t status = active.open();
-    if (status != KINA_STATUS_SUCCESS)
-      return status;
+  kina::rt::gpu::onDevice("mgpuStreamCreate", [&](Active &active) {
     stream = active.threadStream();
     return stream ? KINA_STATUS_SUCCESS : KINA_STATUS_GPU_ERROR;
   });
@@ -574,231 +631,152 @@ void mgpuStreamDestroy(void *stream) {
   const char *where = "mgpuStreamDestroy";
   if (!stream)
     return;
-  kina::rt::gpu::guarded(where, [&] {
-    auto *handle = static_cast<CUstream>(stream);
-    {
-      kina::rt::gpu::FunctionTable &table = kina::rt::gpu::functionTable();
-      std::lock_guard<std::mutex> lock(table.mutex);
-      if (table.threadStreams.count(handle))
-        return KINA_STATUS_SUCCESS; // A thread's stream: kept for reuse.
-    }
-    Active active(where);
-    int32_t status = active.open();
-    if (status != KINA_STATUS_SUCCESS)
-      return status;
-    CUresult result = active.api().cuStreamDestroy(handle);
-    if (result != CUDA_SUCCESS)
-      return kina::rt::gpu::pendCuda(active.api(), result, where,
-                                     "cuStreamDestroy failed");
-    return KINA_STATUS_SUCCESS;
+  auto *handle = static_cast<CUstream>(stream);
+  if (kina::rt::gpu::isThreadStream(handle))
+    return; // A thread's stream: kept for reuse.
+  kina::rt::gpu::onDevice(where, [&](Active &active) {
+    return kina::rt::gpu::checked(active, active.api().cuStreamDestroy(handle),
+                                  "cuStreamDestroy failed");
   });
 }
 
 void mgpuStreamSynchronize(void *stream) {
-  const char *where = "mgpuStreamSynchronize";
-  kina::rt::gpu::guarded(where, [&] {
-    Active active(where);
-    int32_t status = active.open();
-    if (status != KINA_STATUS_SUCCESS)
-      return status;
-    CUresult result =
-        active.api().cuStreamSynchronize(static_cast<CUstream>(stream));
-    if (result != CUDA_SUCCESS)
-      return kina::rt::gpu::pendCuda(
-          active.api(), result, where,
-          "cuStreamSynchronize failed (a kernel before it failed)");
-    return KINA_STATUS_SUCCESS;
+  // Inside a kina_<fn> call the compiled code synchronises after every
+  // launch (MLIR's non-async gpu.launch_func lowering). Its own stream is
+  // in order and kina_rt_gpu_exit synchronises it before the call returns,
+  // so that wait is left out: the launches of a call queue back to back.
+  if (kina::rt::gpu::isCallStream(static_cast<CUstream>(stream)))
+    return;
+  kina::rt::gpu::onDevice("mgpuStreamSynchronize", [&](Active &active) {
+    return kina::rt::gpu::checked(
+        active, active.api().cuStreamSynchronize(static_cast<CUstream>(stream)),
+        "cuStreamSynchronize failed (a kernel before it failed)");
   });
 }
 
 void mgpuStreamWaitEvent(void *stream, void *event) {
-  const char *where = "mgpuStreamWaitEvent";
-  kina::rt::gpu::guarded(where, [&] {
-    Active active(where);
-    int32_t status = active.open();
-    if (status != KINA_STATUS_SUCCESS)
-      return status;
-    CUresult result = active.api().cuStreamWaitEvent(
-        static_cast<CUstream>(stream), static_cast<CUevent>(event), 0);
-    if (result != CUDA_SUCCESS)
-      return kina::rt::gpu::pendCuda(active.api(), result, where,
-                                     "cuStreamWaitEvent failed");
-    return KINA_STATUS_SUCCESS;
+  kina::rt::gpu::onDevice("mgpuStreamWaitEvent", [&](Active &active) {
+    return kina::rt::gpu::checked(
+        active,
+        active.api().cuStreamWaitEvent(static_cast<CUstream>(stream),
+                                       static_cast<CUevent>(event), 0),
+        "cuStreamWaitEvent failed");
   });
 }
 
 void *mgpuEventCreate(void) {
-  const char *where = "mgpuEventCreate";
   CUevent event = nullptr;
-  kina::rt::gpu::guarded(where, [&] {
-    Active active(where);
-    int32_t status = active.open();
+  kina::rt::gpu::onDevice("mgpuEventCreate", [&](Active &active) {
+    int32_t status = kina::rt::gpu::checked(
+        active, active.api().cuEventCreate(&event, CU_EVENT_DISABLE_TIMING),
+        "cuEventCreate failed");
     if (status != KINA_STATUS_SUCCESS)
-      return status;
-    CUresult result =
-        active.api().cuEventCreate(&event, CU_EVENT_DISABLE_TIMING);
-    if (result != CUDA_SUCCESS) {
       event = nullptr;
-      return kina::rt::gpu::pendCuda(active.api(), result, where,
-                                     "cuEventCreate failed");
-    }
-    return KINA_STATUS_SUCCESS;
+    return status;
   });
   return event;
 }
 
 void mgpuEventDestroy(void *event) {
-  const char *where = "mgpuEventDestroy";
   if (!event)
     return;
-  kina::rt::gpu::guarded(where, [&] {
-    Active active(where);
-    int32_t status = active.open();
-    if (status != KINA_STATUS_SUCCESS)
-      return status;
-    CUresult result = active.api().cuEventDestroy(static_cast<CUevent>(event));
-    if (result != CUDA_SUCCESS)
-      return kina::rt::gpu::pendCuda(active.api(), result, where,
-                                     "cuEventDestroy failed");
-    return KINA_STATUS_SUCCESS;
+  kina::rt::gpu::onDevice("mgpuEventDestroy", [&](Active &active) {
+    return kina::rt::gpu::checked(
+        active, active.api().cuEventDestroy(static_cast<CUevent>(event)),
+        "cuEventDestroy failed");
   });
 }
 
 void mgpuEventSynchronize(void *event) {
-  const char *where = "mgpuEventSynchronize";
-  kina::rt::gpu::guarded(where, [&] {
-    Active active(where);
-    int32_t status = active.open();
-    if (status != KINA_STATUS_SUCCESS)
-      return status;
-    CUresult result =
-        active.api().cuEventSynchronize(static_cast<CUevent>(event));
-    if (result != CUDA_SUCCESS)
-      return kina::rt::gpu::pendCuda(active.api(), result, where,
-                                     "cuEventSynchronize failed");
-    return KINA_STATUS_SUCCESS;
+  kina::rt::gpu::onDevice("mgpuEventSynchronize", [&](Active &active) {
+    return kina::rt::gpu::checked(
+        active, active.api().cuEventSynchronize(static_cast<CUevent>(event)),
+        "cuEventSynchronize failed");
   });
 }
 
 void mgpuEventRecord(void *event, void *stream) {
-  const char *where = "mgpuEventRecord";
-  kina::rt::gpu::guarded(where, [&] {
-    Active active(where);
-    int32_t status = active.open();
-    if (status != KINA_STATUS_SUCCESS)
-      return status;
-    CUresult result = active.api().cuEventRecord(static_cast<CUevent>(event),
-                                                 static_cast<CUstream>(stream));
-    if (result != CUDA_SUCCESS)
-      return kina::rt::gpu::pendCuda(active.api(), result, where,
-                                     "cuEventRecord failed");
-    return KINA_STATUS_SUCCESS;
+  kina::rt::gpu::onDevice("mgpuEventRecord", [&](Active &active) {
+    return kina::rt::gpu::checked(
+        active,
+        active.api().cuEventRecord(static_cast<CUevent>(event),
+                                   static_cast<CUstream>(stream)),
+        "cuEventRecord failed");
   });
 }
 
 // --- Memory ---------------------------------------------------------------
 
 void *mgpuMemAlloc(uint64_t sizeBytes, void * /*stream*/, bool isHostShared) {
-  const char *where = "mgpuMemAlloc";
   CUdeviceptr address = 0;
-  kina::rt::gpu::guarded(where, [&] {
-    Active active(where);
-    int32_t status = active.open();
-    if (status != KINA_STATUS_SUCCESS)
-      return status;
+  kina::rt::gpu::onDevice("mgpuMemAlloc", [&](Active &active) {
     size_t bytes = sizeBytes ? static_cast<size_t>(sizeBytes) : 1;
     CUresult result = isHostShared ? active.api().cuMemAllocManaged(
                                          &address, bytes, CU_MEM_ATTACH_GLOBAL)
                                    : active.api().cuMemAlloc(&address, bytes);
-    if (result != CUDA_SUCCESS) {
-      address = 0;
-      return kina::rt::gpu::pendCuda(
-          active.api(), result, where,
-          std::string(isHostShared ? "cuMemAllocManaged" : "cuMemAlloc") +
-              " of " + std::to_string(sizeBytes) + " bytes failed");
-    }
-    return KINA_STATUS_SUCCESS;
+    if (result == CUDA_SUCCESS)
+      return KINA_STATUS_SUCCESS;
+    address = 0;
+    return kina::rt::gpu::pendCuda(
+        active.api(), result, active.where,
+        std::string(isHostShared ? "cuMemAllocManaged" : "cuMemAlloc") +
+            " of " + std::to_string(sizeBytes) + " bytes failed");
   });
   return reinterpret_cast<void *>(static_cast<uintptr_t>(address));
 }
 
 void mgpuMemFree(void *pointer, void * /*stream*/) {
-  const char *where = "mgpuMemFree";
   if (!pointer)
     return;
-  kina::rt::gpu::guarded(where, [&] {
-    Active active(where);
-    int32_t status = active.open();
-    if (status != KINA_STATUS_SUCCESS)
-      return status;
-    CUresult result =
-        active.api().cuMemFree(kina::rt::gpu::devicePointer(pointer));
-    if (result != CUDA_SUCCESS)
-      return kina::rt::gpu::pendCuda(active.api(), result, where,
-                                     "cuMemFree failed");
-    return KINA_STATUS_SUCCESS;
+  kina::rt::gpu::onDevice("mgpuMemFree", [&](Active &active) {
+    return kina::rt::gpu::checked(
+        active, active.api().cuMemFree(kina::rt::gpu::devicePointer(pointer)),
+        "cuMemFree failed");
   });
 }
 
 void mgpuMemcpy(void *destination, void *source, size_t sizeBytes,
                 void *stream) {
-  const char *where = "mgpuMemcpy";
   if (sizeBytes == 0)
     return;
-  kina::rt::gpu::guarded(where, [&] {
-    Active active(where);
-    int32_t status = active.open();
-    if (status != KINA_STATUS_SUCCESS)
-      return status;
+  kina::rt::gpu::onDevice("mgpuMemcpy", [&](Active &active) {
     CUresult result =
         active.api().cuMemcpyAsync(kina::rt::gpu::devicePointer(destination),
                                    kina::rt::gpu::devicePointer(source),
                                    sizeBytes, static_cast<CUstream>(stream));
-    if (result != CUDA_SUCCESS)
-      return kina::rt::gpu::pendCuda(
-          active.api(), result, where,
-          "cuMemcpyAsync of " + std::to_string(sizeBytes) + " bytes failed");
-    return KINA_STATUS_SUCCESS;
+    if (result == CUDA_SUCCESS)
+      return KINA_STATUS_SUCCESS;
+    return kina::rt::gpu::pendCuda(
+        active.api(), result, active.where,
+        "cuMemcpyAsync of " + std::to_string(sizeBytes) + " bytes failed");
   });
 }
 
 void mgpuMemset32(void *destination, unsigned int value, size_t count,
                   void *stream) {
-  const char *where = "mgpuMemset32";
   if (count == 0)
     return;
-  kina::rt::gpu::guarded(where, [&] {
-    Active active(where);
-    int32_t status = active.open();
-    if (status != KINA_STATUS_SUCCESS)
-      return status;
-    CUresult result = active.api().cuMemsetD32Async(
-        kina::rt::gpu::devicePointer(destination), value, count,
-        static_cast<CUstream>(stream));
-    if (result != CUDA_SUCCESS)
-      return kina::rt::gpu::pendCuda(active.api(), result, where,
-                                     "cuMemsetD32Async failed");
-    return KINA_STATUS_SUCCESS;
+  kina::rt::gpu::onDevice("mgpuMemset32", [&](Active &active) {
+    return kina::rt::gpu::checked(
+        active,
+        active.api().cuMemsetD32Async(kina::rt::gpu::devicePointer(destination),
+                                      value, count,
+                                      static_cast<CUstream>(stream)),
+        "cuMemsetD32Async failed");
   });
 }
 
 void mgpuMemset16(void *destination, unsigned short value, size_t count,
                   void *stream) {
-  const char *where = "mgpuMemset16";
   if (count == 0)
     return;
-  kina::rt::gpu::guarded(where, [&] {
-    Active active(where);
-    int32_t status = active.open();
-    if (status != KINA_STATUS_SUCCESS)
-      return status;
-    CUresult result = active.api().cuMemsetD16Async(
-        kina::rt::gpu::devicePointer(destination), value, count,
-        static_cast<CUstream>(stream));
-    if (result != CUDA_SUCCESS)
-      return kina::rt::gpu::pendCuda(active.api(), result, where,
-                                     "cuMemsetD16Async failed");
-    return KINA_STATUS_SUCCESS;
+  kina::rt::gpu::onDevice("mgpuMemset16", [&](Active &active) {
+    return kina::rt::gpu::checked(
+        active,
+        active.api().cuMemsetD16Async(kina::rt::gpu::devicePointer(destination),
+                                      value, count,
+                                      static_cast<CUstream>(stream)),
+        "cuMemsetD16Async failed");
   });
 }
 
@@ -854,6 +832,20 @@ int32_t kina_rt_gpu_enter(void) {
     thread.switchedContext = switched;
     kina::rt::gpu::setCallDevice(device);
     return KINA_STATUS_SUCCESS;
+  });
+}
+
+void kina_rt_gpu_synchronize(void) {
+  kina::rt::gpu::ThreadGpu &thread = kina::rt::gpu::threadGpu();
+  if (thread.callDepth <= 0 || thread.callDevice < 0 ||
+      static_cast<size_t>(thread.callDevice) >= thread.streams.size() ||
+      !thread.streams[thread.callDevice])
+    return; // Outside a call, or nothing launched yet.
+  CUstream stream = thread.streams[thread.callDevice];
+  kina::rt::gpu::onDevice("kina_rt_gpu_synchronize", [&](Active &active) {
+    return kina::rt::gpu::checked(
+        active, active.api().cuStreamSynchronize(stream),
+        "cuStreamSynchronize failed (a kernel of the call failed)");
   });
 }
 
@@ -947,6 +939,9 @@ int32_t kina_rt_gpu_exit(void) {
                                   "the call failed)");
       }
       if (--thread.callDepth == 0) {
+        // The stream is idle now: blocks the call freed may go to any
+        // thread's next allocation.
+        kina::rt::publishDeferredBlocks();
         if (thread.switchedContext) {
           CUresult result = api.cuCtxSetCurrent(thread.callerContext);
           if (result != CUDA_SUCCESS)

@@ -12,9 +12,43 @@
 #ifndef KINA_RUNTIME_GPULAUNCH_H
 #define KINA_RUNTIME_GPULAUNCH_H
 
+#include "CudaDriver.h"
+
 #include <cstdint>
+#include <string>
 
 namespace kina::rt::gpu {
+
+/// Work another part of the runtime (CublasLt.cpp) queues on the calling
+/// thread's stream: called with `state`, the driver, the stream and the
+/// device ordinal, with that device's primary context current; returns 0
+/// or a status it made pending (pendError / pendCudaError).
+using StreamBody = int32_t (*)(void *state, const cuda::DriverApi &api,
+                               CUstream stream, int32_t device);
+
+/// Runs `body` as the mgpu* functions run their driver calls: the device is
+/// the current kina_<fn> call's (else mgpuSetDefaultDevice's, else the
+/// selected one), its primary context is current for the duration (the
+/// caller's is restored), and the stream is the thread's own on that device
+/// (created on first use), the one the call's kernels run on. Returns
+/// body's status, or the pending status of a failure to get there (no
+/// driver, no device: 3). Never throws.
+int32_t onThreadStream(const char *where, StreamBody body,
+                       void *state) noexcept;
+
+/// Makes `message` the calling thread's pending GPU error with `status`
+/// (unless one is pending: the first is kept), which kina_rt_gpu_exit
+/// returns, and its last error. Returns `status`.
+int32_t pendError(int32_t status, const std::string &message) noexcept;
+
+/// pendError with "<where>: <what>: <CUDA error name>: <text>" and status 2
+/// for CUDA_ERROR_OUT_OF_MEMORY, else 3.
+int32_t pendCudaError(const cuda::DriverApi &api, CUresult result,
+                      const char *where, const std::string &what) noexcept;
+
+/// Whether the calling thread is inside a kina_<fn> call of a cuda object
+/// (between kina_rt_gpu_enter and kina_rt_gpu_exit).
+bool inCall() noexcept;
 
 /// Number of successful cuModuleLoadData / cuModuleLoadDataEx calls the
 /// runtime made since the process started (one per registered binary and

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "GpuMemory.h"
 
+#include "GpuLaunch.h"
 #include "Guard.h"
 
 #include "kina/runtime.h"
@@ -299,6 +300,44 @@ int32_t freeManaged(void *pointer, int32_t device, const char *where) noexcept {
     }
     return scope.restore();
   });
+}
+
+namespace {
+/// cuMemPrefetchAsync_v2's CUmemLocation (cuda.h: {CUmemLocationType type;
+/// int id;}, CU_MEM_LOCATION_TYPE_DEVICE = 1).
+struct PrefetchLocation {
+  int type;
+  int id;
+};
+using PrefetchFunction = CUresult (*)(CUdeviceptr, size_t, PrefetchLocation,
+                                      unsigned int, CUstream);
+struct PrefetchRequest {
+  void *pointer;
+  int64_t bytes;
+  PrefetchFunction prefetch;
+};
+} // namespace
+
+void prefetchToCallDevice(void *pointer, int64_t bytes) noexcept {
+  if (!pointer || bytes <= 0 || !inCall())
+    return;
+  static const PrefetchFunction prefetch = reinterpret_cast<PrefetchFunction>(
+      cuda::driverSymbol("cuMemPrefetchAsync_v2"));
+  if (!prefetch)
+    return;
+  PrefetchRequest request{pointer, bytes, prefetch};
+  onThreadStream(
+      "runtime_gpu_alloc_unranked",
+      [](void *state, const cuda::DriverApi &, CUstream stream,
+         int32_t device) {
+        auto *r = static_cast<PrefetchRequest *>(state);
+        (void)r->prefetch(
+            static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(r->pointer)),
+            static_cast<size_t>(r->bytes), PrefetchLocation{1, device}, 0,
+            stream);
+        return KINA_STATUS_SUCCESS; // Advice: a refusal changes nothing.
+      },
+      &request);
 }
 
 } // namespace kina::rt::gpu

@@ -51,6 +51,15 @@ int32_t allocateManaged(const std::string &where, int64_t bytes, void *&result,
 /// CUDA call failed. Never throws.
 int32_t freeManaged(void *pointer, int32_t device, const char *where) noexcept;
 
+/// Asks the driver to move the pages of managed block `pointer` (`bytes`)
+/// to the GPU of the calling thread's current kina_<fn> call, queued on the
+/// call's stream (cuMemPrefetchAsync, by its ABI name
+/// cuMemPrefetchAsync_v2), so the kernels that write it next do not fault
+/// page by page. Advice only: outside a call, with a driver without that
+/// entry point, or when the driver refuses (a device without concurrent
+/// managed access), nothing happens and no error is recorded. Never throws.
+void prefetchToCallDevice(void *pointer, int64_t bytes) noexcept;
+
 /// The primary context of `device` (retained on first use), for code and
 /// tests that issue their own driver calls on runtime buffers. Returns 0; 3
 /// (recorded with `where`) when the driver or the device is unavailable.

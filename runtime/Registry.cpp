@@ -8,10 +8,14 @@
 // functions of kina/runtime.h count them. Memory is released outside the lock.
 // The registry object is created on first use and never destroyed, so frees
 // from other static destructors or late threads stay valid. The host
-// allocator is replaceable for fault-injection tests (Registry.h).
+// allocator is replaceable for fault-injection tests (Registry.h). Managed
+// blocks that runtime_free releases stay recorded, marked cached, in free
+// lists per device and capacity for reuse (Registry.h, "The cache of managed
+// blocks"); runtime_gpu_free_all frees them with the live ones.
 //
 //===----------------------------------------------------------------------===//
 #include "Registry.h"
+#include "GpuLaunch.h"
 #include "GpuMemory.h"
 #include "Guard.h"
 
@@ -20,9 +24,12 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace {
 
@@ -31,14 +38,41 @@ using kina::rt::BufferKind;
 struct BufferInfo {
   int64_t bytes;
   BufferKind kind;
-  int32_t device; ///< CUDA device ordinal of managed memory; -1 for host.
+  int32_t device;      ///< CUDA device ordinal of managed memory; -1 for host.
+  int64_t capacity;    ///< Bytes allocated (>= bytes: the size class).
+  bool cached = false; ///< Freed, kept for reuse.
+  bool hostTouched = false; ///< Cached after a free outside a call.
+  uintptr_t owner = 0;      ///< Thread token while its call holds it; 0: any.
 };
+
+/// A free list key: device ordinal and capacity.
+using CacheKey = std::pair<int32_t, int64_t>;
 
 struct Registry {
   std::mutex mutex;
   std::unordered_map<void *, BufferInfo> buffers;
   int64_t liveBytes = 0;
+  int64_t cachedCount = 0; ///< Entries of `buffers` that are cached.
+  int64_t cachedBytes = 0;
+  std::map<CacheKey, std::vector<void *>> freeLists;
+  /// Blocks a thread freed during its running call, by thread token.
+  std::unordered_map<uintptr_t, std::vector<void *>> deferred;
 };
+
+/// A value unique to the calling thread while it lives.
+uintptr_t threadToken() {
+  thread_local char token;
+  return reinterpret_cast<uintptr_t>(&token);
+}
+
+/// $KINA_GPU_CACHE: "0" turns the cache of managed blocks off.
+bool cacheEnabled() {
+  static const bool enabled = [] {
+    const char *text = std::getenv("KINA_GPU_CACHE");
+    return !(text && std::strcmp(text, "0") == 0);
+  }();
+  return enabled;
+}
 
 Registry &registry() {
   static Registry *instance = new Registry(); // Intentionally never freed.
@@ -67,13 +101,117 @@ HostAllocator hostAllocator() {
   return HostAllocator{allocateHook.load(), releaseHook.load()};
 }
 
-void recordBuffer(void *pointer, int64_t bytes, BufferKind kind,
-                  int32_t device) {
+void recordBuffer(void *pointer, int64_t bytes, BufferKind kind, int32_t device,
+                  int64_t capacity) {
   Registry &r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  r.buffers.emplace(
-      pointer, BufferInfo{bytes, kind, kind == BufferKind::Host ? -1 : device});
+  r.buffers.emplace(pointer, BufferInfo{bytes, kind,
+                                        kind == BufferKind::Host ? -1 : device,
+                                        capacity < bytes ? bytes : capacity});
   r.liveBytes += bytes;
+}
+
+int64_t managedCapacity(int64_t bytes) noexcept {
+  constexpr int64_t kSmall = 512, kLarge = int64_t(1) << 20;
+  if (bytes <= kLarge)
+    return bytes <= kSmall ? kSmall : (bytes + kSmall - 1) / kSmall * kSmall;
+  int64_t power = int64_t(1) << (63 - __builtin_clzll(bytes));
+  int64_t step = power / 4;
+  if (bytes > INT64_MAX - step)
+    return bytes;
+  return (bytes + step - 1) / step * step;
+}
+
+void *takeCachedBlock(int32_t device, int64_t capacity, int64_t bytes,
+                      bool &hostTouched) noexcept {
+  hostTouched = false;
+  if (!cacheEnabled())
+    return nullptr;
+  Registry &r = registry();
+  uintptr_t self = threadToken();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  int64_t limit = capacity + capacity / 4;
+  for (auto list = r.freeLists.lower_bound({device, capacity});
+       list != r.freeLists.end() && list->first.first == device &&
+       list->first.second <= limit;
+       ++list) {
+    std::vector<void *> &blocks = list->second;
+    for (size_t i = blocks.size(); i-- > 0;) {
+      auto it = r.buffers.find(blocks[i]);
+      if (it == r.buffers.end() || !it->second.cached)
+        continue; // Not reachable: lists and records change together.
+      BufferInfo &info = it->second;
+      if (info.owner != 0 && info.owner != self)
+        continue;
+      void *pointer = blocks[i];
+      blocks[i] = blocks.back();
+      blocks.pop_back();
+      if (blocks.empty())
+        r.freeLists.erase(list);
+      hostTouched = info.hostTouched;
+      info.cached = false;
+      info.hostTouched = false;
+      info.owner = 0;
+      info.bytes = bytes;
+      --r.cachedCount;
+      r.cachedBytes -= info.capacity;
+      r.liveBytes += bytes;
+      return pointer;
+    }
+  }
+  return nullptr;
+}
+
+int64_t releaseCachedBlocks() noexcept {
+  std::vector<std::pair<void *, BufferInfo>> released;
+  Registry &r = registry();
+  try {
+    std::lock_guard<std::mutex> lock(r.mutex);
+    for (auto list = r.freeLists.begin(); list != r.freeLists.end();) {
+      std::vector<void *> &blocks = list->second;
+      for (size_t i = blocks.size(); i-- > 0;) {
+        auto it = r.buffers.find(blocks[i]);
+        if (it == r.buffers.end() || it->second.owner != 0)
+          continue;
+        released.emplace_back(it->first, it->second);
+        --r.cachedCount;
+        r.cachedBytes -= it->second.capacity;
+        r.buffers.erase(it);
+        blocks[i] = blocks.back();
+        blocks.pop_back();
+      }
+      list = blocks.empty() ? r.freeLists.erase(list) : std::next(list);
+    }
+  } catch (...) {
+    // Out of memory for the list: what was collected is released below.
+  }
+  int64_t bytes = 0;
+  for (const auto &[pointer, info] : released) {
+    releaseMemory(pointer, info.kind, info.device, "runtime cache trim");
+    bytes += info.capacity;
+  }
+  return bytes;
+}
+
+void publishDeferredBlocks() noexcept {
+  Registry &r = registry();
+  uintptr_t self = threadToken();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.deferred.find(self);
+  if (it == r.deferred.end())
+    return;
+  for (void *pointer : it->second) {
+    auto record = r.buffers.find(pointer);
+    if (record != r.buffers.end() && record->second.owner == self)
+      record->second.owner = 0;
+  }
+  r.deferred.erase(it);
+}
+
+CacheStats cacheStats() noexcept {
+  Registry &r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return CacheStats{r.cachedCount, r.cachedBytes};
 }
 
 int32_t releaseMemory(void *pointer, BufferKind kind, int32_t device,
@@ -107,8 +245,31 @@ int32_t runtime_free(void *allocated) {
                       allocated);
         return kina::rt::fail(KINA_STATUS_VALIDATION_ERROR, message);
       }
+      if (it->second.cached) {
+        char message[160];
+        std::snprintf(message, sizeof(message),
+                      "runtime_free: %p is not a buffer recorded by the "
+                      "runtime (never allocated by it, or already freed)",
+                      allocated);
+        return kina::rt::fail(KINA_STATUS_VALIDATION_ERROR, message);
+      }
       info = it->second;
       r.liveBytes -= info.bytes;
+      if (info.kind == BufferKind::Managed && cacheEnabled()) {
+        // Kept for reuse (Registry.h); inside a call only this thread may
+        // reuse it until the call's stream is synchronised.
+        bool inCall = kina::rt::gpu::inCall();
+        BufferInfo &kept = it->second;
+        kept.cached = true;
+        kept.hostTouched = !inCall;
+        kept.owner = inCall ? threadToken() : 0;
+        r.freeLists[{kept.device, kept.capacity}].push_back(allocated);
+        if (inCall)
+          r.deferred[kept.owner].push_back(allocated);
+        ++r.cachedCount;
+        r.cachedBytes += kept.capacity;
+        return KINA_STATUS_SUCCESS;
+      }
       r.buffers.erase(it);
     }
     return kina::rt::releaseMemory(allocated, info.kind, info.device,
@@ -124,6 +285,10 @@ int32_t runtime_gpu_free_all(void) {
       std::lock_guard<std::mutex> lock(r.mutex);
       buffers.swap(r.buffers);
       r.liveBytes = 0;
+      r.cachedCount = 0;
+      r.cachedBytes = 0;
+      r.freeLists.clear();
+      r.deferred.clear();
     }
     int32_t status = KINA_STATUS_SUCCESS;
     for (const auto &[pointer, info] : buffers)
@@ -139,7 +304,7 @@ int64_t runtime_live_buffer_count(void) {
   kina::rt::guardStatus("runtime_live_buffer_count", [&] {
     Registry &r = registry();
     std::lock_guard<std::mutex> lock(r.mutex);
-    count = static_cast<int64_t>(r.buffers.size());
+    count = static_cast<int64_t>(r.buffers.size()) - r.cachedCount;
     return KINA_STATUS_SUCCESS;
   });
   return count;

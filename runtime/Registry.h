@@ -26,8 +26,49 @@ enum class BufferKind {
 /// was allocated on (ignored for host memory). Throws std::bad_alloc if the
 /// map cannot grow; the caller then still owns the memory and must release
 /// it.
-void recordBuffer(void *pointer, int64_t bytes, BufferKind kind,
-                  int32_t device);
+void recordBuffer(void *pointer, int64_t bytes, BufferKind kind, int32_t device,
+                  int64_t capacity = -1);
+
+// --- The cache of managed blocks -------------------------------------------
+// runtime_free does not give managed memory back to CUDA: the block stays
+// recorded (runtime_gpu_free_all frees it; runtime_free of it again is
+// still "already freed") and is kept per device and size class for the next
+// allocation of that class (cuMemAllocManaged costs tens of microseconds and
+// fresh managed pages fault on the GPU's first touch). A block freed inside
+// a thread's kina_<fn> call (an intermediate: the call's kernels may still
+// be queued on that thread's stream) is reused only by that thread until
+// its call ends (publishDeferredBlocks); the stream orders those uses.
+// $KINA_GPU_CACHE=0 turns the cache off (every free is a cuMemFree).
+
+/// The capacity the runtime allocates for a managed block of `bytes`: at
+/// least 512, rounded up to 512 bytes below 1 MiB, to a quarter of the
+/// power of two at or below `bytes` above 1 MiB (so blocks of nearby sizes
+/// share a class; at most 25% more than asked).
+int64_t managedCapacity(int64_t bytes) noexcept;
+
+/// Takes a cached managed block of `device` whose capacity is between
+/// `capacity` and capacity + capacity / 4 and that the calling thread may
+/// use, records it as live with `bytes` and returns it; null when there is
+/// none. `hostTouched` says whether it was freed outside a kina_<fn> call
+/// (a result the program may have read on the host: its pages may have
+/// migrated there). Throws nothing.
+void *takeCachedBlock(int32_t device, int64_t capacity, int64_t bytes,
+                      bool &hostTouched) noexcept;
+
+/// Frees (cuMemFree) every cached block no thread's running call holds;
+/// returns the bytes given back. For an allocation the driver refused.
+int64_t releaseCachedBlocks() noexcept;
+
+/// Makes the blocks the calling thread freed during its call available to
+/// every thread (kina_rt_gpu_exit, after synchronising the call's stream).
+void publishDeferredBlocks() noexcept;
+
+/// Number and total capacity of the cached (free, not yet reused) blocks.
+struct CacheStats {
+  int64_t blocks = 0;
+  int64_t bytes = 0;
+};
+CacheStats cacheStats() noexcept;
 
 /// Fault injection for the runtime's own tests (tests/runtime): the host
 /// allocator and deallocator the runtime uses, std::aligned_alloc and

@@ -134,6 +134,11 @@ mkdir -p "$out/gpu/digits"
   -o "$out/gpu/digits/digits"
 cp -r "$root/samples/digits/data" "$out/gpu/digits/data"
 
+say "compiling bench/gpu's programs for --target=cuda"
+"$root/bench/gpu/build.sh" --kinac "$kinac" "$out/gpu/bench" >/dev/null ||
+  die "bench/gpu/build.sh failed"
+cp "$root/bench/gpu/bench.py" "$out/gpu/tools/"
+
 # Strip the libraries' symbol tables (the dynamic symbols stay): each
 # carries a copy of the runtime.
 find "$out/gpu" -name '*.so' -exec strip --strip-unneeded {} +

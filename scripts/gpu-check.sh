@@ -39,7 +39,10 @@
 #      --difftest-seeds A:B runs only those of the built seeds;
 #      --difftest-only runs this step alone (DIR then needs only bin/kina-run
 #      and gpu/).
-# Steps 4-9 need the artefacts of scripts/gpu-artefacts.sh: missing ones are
+#  10. bench/gpu's programs (gpu/bench, built by bench/gpu/build.sh) run
+#      with `bench.py --check-only`: each kinac result against PyTorch's
+#      float64 reference (SKIP without a CUDA PyTorch).
+# Steps 4-10 need the artefacts of scripts/gpu-artefacts.sh: missing ones are
 # FAIL (they are the point of this script on a GPU machine). Then prints a
 # summary. Exit status: 0 when every step passed (or the machine has no GPU:
 # then everything is skipped with a message and the status is 0), 1 when any
@@ -295,6 +298,24 @@ suite_step() { # suite_step NAME DIR: run_conformance.py --prebuilt DIR
 }
 suite_step "end-to-end cases on the GPU" "$gpu/e2e"
 suite_step "conformance suite on the GPU" "$gpu/conformance"
+
+# 10. bench/gpu's programs (the cuBLASLt matmuls, the GPT-2 block, the MLP,
+# the memory-bound rows) checked against PyTorch's float64 reference.
+bench_step() {
+  local name="bench/gpu results against PyTorch" log="$log_dir/bench.log"
+  if [[ ! -f "$gpu/bench/kbench.so" ]]; then
+    record "$name" FAIL "missing $gpu/bench (scripts/gpu-artefacts.sh)"
+  elif ! python3 -c 'import torch; assert torch.cuda.is_available()' \
+    >/dev/null 2>&1; then
+    record "$name" SKIP "no python3 with CUDA PyTorch here"
+  elif run_step "$name" "$log" python3 "$gpu/tools/bench.py" "$gpu/bench" \
+    --check-only; then
+    record "$name" PASS "$(tail -1 "$log")"
+  else
+    record "$name" FAIL "$(grep -m3 -E 'WRONG|FAILED' "$log" | cut -c1-160 | tr '\n' ' ')$(tail -1 "$log")"
+  fi
+}
+bench_step
 
 difftest_step
 

@@ -37,8 +37,18 @@ def ElementwiseFusionPass
     8), and a producer that reads its init fused through a broadcasting map
     (MLIR 22 keeps the init as an output under that map: wrong results).
     Runs on tensors, before bufferization, at -O1 and above. An MLIR 22
-    workaround: src/passes/workarounds/ElementwiseFusion.cpp.
+    workaround: src/passes/workarounds/ElementwiseFusion.cpp. With
+    `keep-contractions` (the cuda target) no producer is fused into a
+    contraction (a matmul, named or generic) and no reshape is folded into
+    one: the cuda target hands plain contractions to cuBLASLt, and a fused
+    one (the normalisation of a layer_norm, a transpose folded into a map,
+    a reshape splitting k into two loops) would not be one any more.
   }];
+  let options = [
+    Option<"keepContractions", "keep-contractions", "bool",
+           /*default=*/"false",
+           "fuse no producer into a contraction (matmul)">
+  ];
   let dependentDialects = ["mlir::affine::AffineDialect",
                            "mlir::linalg::LinalgDialect",
                            "mlir::tensor::TensorDialect"];

@@ -52,6 +52,10 @@ struct TargetOptions {
   std::string cudaPath;
   /// cuda: `--allow-tf32`, TF32 tensor-core math for f32 matmuls.
   bool allowTf32 = false;
+  /// cuda: `--gpu-matmul`, the route of float matmuls: "cublaslt" (the
+  /// runtime's cuBLASLt call, the kernel as fallback; the default) or
+  /// "kernel" (the generated kernel only), docs/cuda.md.
+  std::string gpuMatmul = "cublaslt";
   /// Where a target's pipeline may stop early for an `--emit` stage of its
   /// own (cuda: `mlir-gpu`, the outlined kernels; `ptx`, the kernels
   /// compiled to PTX, kept in `gpu.binary` ops); empty: the whole pipeline.

@@ -171,6 +171,46 @@ int32_t kina_rt_gpu_check_argument(const void *allocated, const char *function,
  *  (Internal Error) when called without kina_rt_gpu_enter. Thread-safe. */
 int32_t kina_rt_gpu_exit(void);
 
+/** Waits for the GPU work the calling thread's current kina_<fn> call has
+ *  queued (its stream), for compiled host code that reads a buffer kernels
+ *  wrote (gather's index range check; the cuda target's
+ *  `kina-gpu-host-sync` pass emits the call). A failure becomes the
+ *  thread's pending GPU error, which kina_rt_gpu_exit returns. Outside a
+ *  call it does nothing. Thread-safe. */
+void kina_rt_gpu_synchronize(void);
+
+/* Element type codes of kina_rt_gpu_matmul: `types` is the code of A and B
+ * (one type) plus 256 times the code of C. */
+#define KINA_GPU_MATMUL_F32 1
+#define KINA_GPU_MATMUL_F64 2
+#define KINA_GPU_MATMUL_F16 3
+#define KINA_GPU_MATMUL_BF16 4
+/* Flags of kina_rt_gpu_matmul. */
+#define KINA_GPU_MATMUL_TF32 1       /* f32: TF32 tensor cores allowed */
+#define KINA_GPU_MATMUL_ACCUMULATE 2 /* C += A B (else C = A B) */
+
+/** A matmul of a cuda entry through cuBLASLt (loaded at run time, see
+ *  docs/cuda.md), queued on the thread's stream like the call's kernels:
+ *  C[batch..., m, n] = (C +) sum_k A[batch..., m, k] * B[batch..., k, n],
+ *  accumulated in f32 for f16/bf16/f32 (TF32 tensor cores for f32 only with
+ *  KINA_GPU_MATMUL_TF32; f64 in f64), rounded once to C's type. A and B
+ *  have one type (KINA_GPU_MATMUL_*), C the same or f32 for f16/bf16
+ *  operands. `dims` holds m, n, k, the `batchRank` batch sizes, then the
+ *  element strides of A (batch..., m, k), B (batch..., k, n) and C
+ *  (batch..., m, n); a stride 0 broadcasts. `a`, `b`, `c` point at element
+ *  0 (device or managed memory). Every size is > 0 (the compiled code skips
+ *  empty products). Returns 1 when it took the product: queued, or a
+ *  failure (cuBLASLt missing: "kina_rt_gpu_matmul: cuBLASLt not found
+ *  (...)"; a CUDA or cuBLAS error) made the thread's pending GPU error,
+ *  which kina_rt_gpu_exit returns as status 3 (2 when out of memory).
+ *  Returns 0, having done nothing, when cuBLASLt cannot express it (an
+ *  operand with no unit stride, C without unit stride along n, types it
+ *  does not take, no algorithm offered): the compiled code then runs its
+ *  own kernel. Thread-safe. */
+int32_t kina_rt_gpu_matmul(int32_t types, int32_t flags, int32_t batchRank,
+                           const int64_t *dims, const void *a, const void *b,
+                           void *c);
+
 /*===--- Kernel launch support (MLIR's gpu-to-llvm ABI)
  * ---------------------===*/
 

@@ -160,6 +160,7 @@ std::optional<std::string> Compilation::generate(const std::string &input,
   pipeline.gpuArch = opts.gpuArch;
   pipeline.cudaPath = opts.cudaPath;
   pipeline.allowTf32 = opts.allowTf32;
+  pipeline.gpuMatmul = opts.gpuMatmul;
   if (stage == EmitStage::MlirGpu ||
       (stage == EmitStage::Dot && opts.target == "cuda"))
     pipeline.stopAfter = "mlir-gpu";

@@ -64,6 +64,8 @@ struct DriverOptions {
   std::string gpuArch = "sm_90";
   std::string cudaPath;
   bool allowTf32 = false;
+  /// cuda: --gpu-matmul, "cublaslt" (default) or "kernel" (docs/cuda.md).
+  std::string gpuMatmul = "cublaslt";
   /// --mcpu: the processor llc generates code for (llc's -mcpu); empty for
   /// llc's default, the generic processor of the host's architecture.
   std::string mcpu;

@@ -224,8 +224,13 @@ void addOptions(CLI::App &app, DriverOptions &opts) {
                  "cuda: the CUDA Toolkit root holding bin/ptxas (default: "
                  "$CUDA_PATH, else /usr/local/cuda)");
   app.add_flag("--allow-tf32", opts.allowTf32,
-               "cuda: allow TF32 in f32 matmuls (no effect yet: the "
-               "generated matmul kernel computes in f32)");
+               "cuda: allow TF32 tensor-core math in f32 matmuls (cuBLASLt's "
+               "CUBLAS_COMPUTE_32F_FAST_TF32; default: strict f32)");
+  app.add_option("--gpu-matmul", opts.gpuMatmul,
+                 "cuda: the route of float matmuls: cublaslt (the runtime "
+                 "calls cuBLASLt, the generated kernel is the fallback; "
+                 "default) or kernel (the generated kernel only)")
+      ->check(CLI::IsMember({"cublaslt", "kernel"}));
   app.add_option("--mcpu", opts.mcpu,
                  "Processor to generate code for, as llc names it (e.g. "
                  "x86-64-v3, znver3, skylake-avx512), or 'native' for this "

@@ -76,6 +76,11 @@ struct TargetPipelineOptions
       *this, "allow-tf32",
       llvm::cl::desc("cuda: TF32 tensor-core math for f32 matmuls"),
       llvm::cl::init(false)};
+  Option<std::string> gpuMatmul{
+      *this, "gpu-matmul",
+      llvm::cl::desc("cuda: the route of float matmuls, 'cublaslt' (the "
+                     "default) or 'kernel'"),
+      llvm::cl::init("cublaslt")};
   Option<std::string> stopAfter{
       *this, "stop-after",
       llvm::cl::desc("cuda: stop after 'mlir-gpu' (outlined kernels) or "
@@ -91,6 +96,7 @@ struct TargetPipelineOptions
     options.gpuArch = gpuArch;
     options.cudaPath = cudaPath;
     options.allowTf32 = allowTf32;
+    options.gpuMatmul = gpuMatmul;
     options.stopAfter = stopAfter;
     return options;
   }

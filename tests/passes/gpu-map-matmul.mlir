@@ -6,7 +6,9 @@
 // the host by the extents being positive. Generics that are not
 // contractions (a reduction, an elementwise op) are left to the other
 // mappers. The pass cannot fail.
-// RUN: %kina-opt %s --kina-gpu-map-matmul | FileCheck %s
+// The kernel alone (cublaslt=false); gpu-map-matmul-cublaslt.mlir checks
+// the default route, the runtime call with this kernel as its fallback.
+// RUN: %kina-opt %s --kina-gpu-map-matmul="cublaslt=false" | FileCheck %s
 
 #mA = affine_map<(d0, d1, d2) -> (d0, d2)>
 #mB = affine_map<(d0, d1, d2) -> (d2, d1)>

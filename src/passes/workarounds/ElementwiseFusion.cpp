@@ -88,17 +88,39 @@ bool expansionKeepsRank(OpOperand *fused) {
   return loops + added <= KINA_MAX_RANK;
 }
 
+/// True when the consumer of `fused` is a contraction (a matmul, named or
+/// generic: linalg::isaContractionOpInterface).
+bool intoContraction(OpOperand *fused) {
+  auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
+  return consumer && linalg::isaContractionOpInterface(consumer);
+}
+
 class ElementwiseFusionPass
     : public impl::ElementwiseFusionPassBase<ElementwiseFusionPass> {
 public:
+  using ElementwiseFusionPassBase::ElementwiseFusionPassBase;
+
   // The body of MLIR 22's LinalgElementwiseOpFusionPass with kinac's
   // control functions.
   void runOnOperation() override {
     MLIRContext *context = &getContext();
     RewritePatternSet patterns(context);
-    linalg::populateElementwiseOpsFusionPatterns(patterns, fusionIsSound);
-    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns,
-                                                      expansionKeepsRank);
+    bool keep = keepContractions;
+    linalg::ControlFusionFn control = [keep](OpOperand *fused) {
+      return fusionIsSound(fused) && !(keep && intoContraction(fused));
+    };
+    linalg::populateElementwiseOpsFusionPatterns(patterns, control);
+    linalg::ControlFusionFn reshapeControl = [keep](OpOperand *fused) {
+      if (!expansionKeepsRank(fused))
+        return false;
+      if (!keep)
+        return true;
+      // A reshape folded into a contraction (either side) changes its loops.
+      auto producer = fused->get().getDefiningOp<linalg::LinalgOp>();
+      return !intoContraction(fused) &&
+             !(producer && linalg::isaContractionOpInterface(producer));
+    };
+    linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, reshapeControl);
     tensor::populateBubbleUpExpandShapePatterns(patterns);
     affine::AffineApplyOp::getCanonicalizationPatterns(patterns, context);
     linalg::GenericOp::getCanonicalizationPatterns(patterns, context);
@@ -106,7 +128,7 @@ public:
     tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, context);
     context->getLoadedDialect<linalg::LinalgDialect>()
         ->getCanonicalizationPatterns(patterns);
-    linalg::populateConstantFoldLinalgOperations(patterns, fusionIsSound);
+    linalg::populateConstantFoldLinalgOperations(patterns, control);
     (void)applyPatternsGreedily(
         getOperation(), std::move(patterns),
         GreedyRewriteConfig().setUseTopDownTraversal(true));

@@ -23,11 +23,13 @@
 
 namespace kina::cuda {
 
-// The three kernel mappers, declared in CudaPasses.td (TableGen writes
-// their create functions here; no options):
-//  - `kina-gpu-map-matmul` (GpuMapMatmul.cpp, createGpuMapMatmulPass()):
-//    contraction generics (matmul, batched, broadcast, rank-1) to 16x16
-//    shared-memory tiled kernels;
+// The kernel mappers, declared in CudaPasses.td (TableGen writes
+// their create functions here):
+//  - `kina-gpu-map-matmul` (GpuMapMatmul.cpp, createGpuMapMatmulPass(),
+//    options `allow-tf32` and `cublaslt`): float contraction generics to a
+//    call of the runtime's cuBLASLt route with a kernel as fallback, the
+//    others (matmul, batched, broadcast, rank-1) to 16x16 shared-memory
+//    tiled kernels;
 //  - `kina-gpu-map-rows` (GpuMapRows.cpp, createGpuMapRowsPass()): a run
 //    of row reductions with their elementwise producers and consumers
 //    (softmax, the norms) to one block-per-row kernel;
@@ -37,11 +39,14 @@ namespace kina::cuda {
 //  - `kina-gpu-map-elementwise` (GpuMapElementwise.cpp,
 //    createGpuMapElementwisePass()): all-parallel generics and memref.copy
 //    to grid-stride kernels; fails when a linalg op or copy remains on the
-//    host.
+//    host;
+// and `kina-gpu-host-sync` (GpuHostSync.cpp, createGpuHostSyncPass()): a
+// call of kina_rt_gpu_synchronize() before each host read of a buffer
+// kernels may write.
 #define GEN_PASS_DECL
 #include "kina/CudaPasses.h.inc"
 
-/// Registers the three mappers with MLIR's pass registry
+/// Registers the four passes with MLIR's pass registry
 /// (registerKinaCudaPasses(), generated), so that mlir-opt-style tools
 /// (kina-opt) run each alone; the cuda target's registerPasses() calls it.
 #define GEN_PASS_REGISTRATION

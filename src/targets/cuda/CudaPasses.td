@@ -19,8 +19,8 @@
 include "mlir/Pass/PassBase.td"
 
 def GpuMapMatmulPass : Pass<"kina-gpu-map-matmul", "mlir::ModuleOp"> {
-  let summary = "Map contraction linalg.generic ops (matmul) to shared-memory "
-                "tiled GPU kernels";
+  let summary = "Map contraction linalg.generic ops (matmul) to cuBLASLt "
+                "calls and shared-memory tiled GPU kernels";
   let description = [{
     Turns each host-side bufferized contraction `linalg.generic` (two
     inputs, one output, exactly one reduction loop, a region `acc + a*b`
@@ -28,11 +28,27 @@ def GpuMapMatmulPass : Pass<"kina-gpu-map-matmul", "mlir::ModuleOp"> {
     and rank-1 matmuls generalize to) into a `gpu.launch` of 16x16 output
     tiles per block, both operand tiles staged in workgroup memory per
     16-wide k step, grid-stride over tiles and batch; k is accumulated in
-    the cpu target's order. Other generics are left alone. Runs after
-    `linalg-generalize-named-ops`, first of the three mappers. Cannot fail.
+    the cpu target's order. With `cublaslt` (the default), a float
+    contraction (f16, bf16 with an f16/bf16/f32 result, f32, f64; region
+    exactly `acc + ext(a) * ext(b)`) first calls the runtime's
+    `kina_rt_gpu_matmul` (cuBLASLt on the call's stream) with the operands'
+    pointers, sizes and strides, and the kernel runs only when that call
+    returns 0 (a layout cuBLASLt cannot express); a zero fill of the result
+    just before is moved into that fallback (cuBLASLt writes C = A B).
+    `allow-tf32` lets f32 products use TF32 tensor cores. Other generics
+    are left alone. Runs after `linalg-generalize-named-ops`, first of the
+    three mappers. Cannot fail.
   }];
+  let options = [
+    Option<"allowTf32", "allow-tf32", "bool", /*default=*/"false",
+           "f32 products may use TF32 tensor cores (cuBLASLt)">,
+    Option<"cublasLt", "cublaslt", "bool", /*default=*/"true",
+           "route float contractions to the runtime's cuBLASLt call, with "
+           "the kernel as fallback">
+  ];
   let dependentDialects = ["mlir::affine::AffineDialect",
                            "mlir::arith::ArithDialect",
+                           "mlir::func::FuncDialect",
                            "mlir::gpu::GPUDialect",
                            "mlir::memref::MemRefDialect",
                            "mlir::scf::SCFDialect"];
@@ -117,6 +133,20 @@ def GpuMapElementwisePass
                            "mlir::memref::MemRefDialect",
                            "mlir::scf::SCFDialect",
                            "mlir::vector::VectorDialect"];
+}
+
+def GpuHostSyncPass : Pass<"kina-gpu-host-sync", "mlir::ModuleOp"> {
+  let summary = "Wait for the call's kernels before the host reads a buffer";
+  let description = [{
+    Inserts a call of the runtime's `kina_rt_gpu_synchronize()` before each
+    host-side `memref.load` from a buffer that kernels may write (not a
+    `memref.alloca` or `memref.get_global`, through views); consecutive
+    loads share one call. The runtime does not wait after each launch of a
+    `kina_<fn>` call, so such a read (gather's index range check) must wait
+    for the kernels queued before it. Runs after the three kernel mappers.
+    Cannot fail.
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect"];
 }
 
 #endif // KINA_CUDA_PASSES_TD

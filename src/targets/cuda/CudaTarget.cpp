@@ -180,7 +180,10 @@ void CudaTarget::buildStage(OpPassManager &pm, const TargetOptions &options,
     pm.addPass(createReadOnlyArgumentsPass());
     if (optimize) {
       pm.addPass(kina::createCanonicalizerPass());
-      pm.addPass(createElementwiseFusionPass());
+      // Contractions stay plain for cuBLASLt and the matmul kernel.
+      ElementwiseFusionPassOptions fusion;
+      fusion.keepContractions = true;
+      pm.addPass(createElementwiseFusionPass(fusion));
       pm.addPass(kina::createCanonicalizerPass());
       pm.addPass(createCSEPass());
     }
@@ -195,10 +198,14 @@ void CudaTarget::buildStage(OpPassManager &pm, const TargetOptions &options,
     pm.addPass(createBufferOwnershipPass());
     pm.addPass(createEntryPointsPass(options.stamp, /*gpu=*/true));
     pm.addPass(createLinalgGeneralizeNamedOpsPass());
-    pm.addPass(cuda::createGpuMapMatmulPass());
+    cuda::GpuMapMatmulPassOptions matmul;
+    matmul.allowTf32 = options.allowTf32;
+    matmul.cublasLt = options.gpuMatmul != "kernel";
+    pm.addPass(cuda::createGpuMapMatmulPass(matmul));
     pm.addPass(cuda::createGpuMapRowsPass());
     pm.addPass(cuda::createGpuMapReductionsPass());
     pm.addPass(cuda::createGpuMapElementwisePass());
+    pm.addPass(cuda::createGpuHostSyncPass());
     pm.addPass(createGpuLaunchSinkIndexComputationsPass());
     pm.addPass(createGpuKernelOutliningPass());
   } else if (stage == "gpu-nvvm") {

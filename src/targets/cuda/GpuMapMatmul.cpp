@@ -22,8 +22,24 @@
 // the maps, which the loads follow). The tiles are loaded with threadIdx.x
 // on k for A and on n for B, coalesced for row-major operands. The k order
 // is the CPU's (0 to K-1), so integer matmuls are exact and float ones
-// accumulate in the same order. cuBLASLt or tensor-core kernels are the
-// speed issue's (docs/cuda.md).
+// accumulate in the same order.
+//
+// With the `cublaslt` option (the default) a float contraction (A and B of
+// one type among f16, bf16, f32, f64; C of that type, or f32 for f16/bf16;
+// region exactly `acc + ext(a) * ext(b)`; maps of loop dims and broadcast
+// zeros) goes to the runtime first (docs/cuda.md, "Matmul"):
+//
+//   %handled = scf.if %nonEmpty {            // all of m, n, k, batch > 0
+//     dims = alloca [m, n, k, batch sizes, strides of A, B and C per loop]
+//     call @kina_rt_gpu_matmul(types, flags, batchRank, dims, &A, &B, &C)
+//   } else { 0 }
+//   scf.if %handled == 0 { zero fill of C; the kernel above }
+//
+// The strides are the memrefs' (memref.extract_strided_metadata) summed per
+// loop, so any layout reaches the runtime, which returns 0 for the ones
+// cuBLASLt cannot take. A zero fill of C right before the contraction moves
+// into the fallback branch (the runtime then computes C = A B, else C +=
+// A B).
 //
 //===----------------------------------------------------------------------===//
 #include "CudaPasses.h"
@@ -31,11 +47,15 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/Pass/Pass.h"
+
+#include "llvm/ADT/SmallBitVector.h"
 
 #include <optional>
 
@@ -49,6 +69,12 @@ namespace kina::cuda {
 namespace {
 
 constexpr int64_t kTile = 16;
+
+/// The runtime function of the cuBLASLt route and its type codes
+/// (kina/runtime.h: KINA_GPU_MATMUL_*).
+constexpr llvm::StringLiteral kMatmulFunction = "kina_rt_gpu_matmul";
+constexpr int32_t kF32 = 1, kF64 = 2, kF16 = 3, kBF16 = 4;
+constexpr int32_t kFlagTf32 = 1, kFlagAccumulate = 2;
 
 /// The loops of a contraction generic, or nullopt when `op` is not one.
 struct ContractionLoops {
@@ -76,6 +102,14 @@ std::optional<ContractionLoops> matchContraction(linalg::GenericOp op) {
   AffineMap a = op.getIndexingMapsArray()[0];
   AffineMap bm = op.getIndexingMapsArray()[1];
   auto uses = [](AffineMap map, unsigned d) { return map.isFunctionOfDim(d); };
+  // Whether result `fromEnd` (1: the last) of `map` is exactly loop `d`.
+  auto isAt = [](AffineMap map, unsigned d, unsigned fromEnd) {
+    unsigned n = map.getNumResults();
+    if (n < fromEnd)
+      return false;
+    auto dim = dyn_cast<AffineDimExpr>(map.getResult(n - fromEnd));
+    return dim && dim.getPosition() == d;
+  };
   ContractionLoops loops;
   bool haveK = false;
   for (auto [d, it] : llvm::enumerate(op.getIteratorTypesArray())) {
@@ -87,11 +121,14 @@ std::optional<ContractionLoops> matchContraction(linalg::GenericOp op) {
       continue;
     }
     bool inA = uses(a, d), inB = uses(bm, d);
-    if (inA && !inB) {
+    // m is A's row loop (its second-to-last dim, before k), n B's column
+    // loop (its last dim, after k); a loop only one operand reads
+    // elsewhere is a batch loop the other broadcasts.
+    if (inA && !inB && isAt(a, d, 2)) {
       if (loops.m)
         return std::nullopt;
       loops.m = d;
-    } else if (inB && !inA) {
+    } else if (inB && !inA && isAt(bm, d, 1)) {
       if (loops.n)
         return std::nullopt;
       loops.n = d;
@@ -104,7 +141,264 @@ std::optional<ContractionLoops> matchContraction(linalg::GenericOp op) {
   return loops;
 }
 
-void mapContraction(linalg::GenericOp op, const ContractionLoops &loops) {
+/// KINA_GPU_MATMUL_* of a float type; 0 for any other type.
+int32_t matmulTypeCode(Type t) {
+  if (t.isF32())
+    return kF32;
+  if (t.isF64())
+    return kF64;
+  if (t.isF16())
+    return kF16;
+  if (t.isBF16())
+    return kBF16;
+  return 0;
+}
+
+/// `value` is block argument `arg`, possibly through one arith.extf.
+bool isArgOrExt(Value value, BlockArgument arg) {
+  if (value == arg)
+    return true;
+  auto ext = value.getDefiningOp<arith::ExtFOp>();
+  return ext && ext.getIn() == arg;
+}
+
+/// The `types` argument of kina_rt_gpu_matmul for `op` when the cuBLASLt
+/// route takes it (types and region as the file comment says), else 0.
+int32_t libraryTypes(linalg::GenericOp op) {
+  Type aType = getElementTypeOrSelf(op.getDpsInputs()[0].getType());
+  Type bType = getElementTypeOrSelf(op.getDpsInputs()[1].getType());
+  Type cType = getElementTypeOrSelf(op.getDpsInits()[0].getType());
+  int32_t a = matmulTypeCode(aType), c = matmulTypeCode(cType);
+  if (!a || aType != bType ||
+      !(aType == cType || ((a == kF16 || a == kBF16) && c == kF32)))
+    return 0;
+  Block &body = op.getRegion().front();
+  // Exactly: [extf a], [extf b], mulf, addf(acc, product), yield.
+  size_t expected = 3 + (aType != cType ? 2 : 0);
+  if (body.getOperations().size() != expected)
+    return 0;
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return 0;
+  Value acc = body.getArgument(2);
+  Value product = add.getLhs() == acc ? add.getRhs() : add.getLhs();
+  if ((add.getLhs() == acc) == (add.getRhs() == acc))
+    return 0;
+  auto mul = product.getDefiningOp<arith::MulFOp>();
+  if (!mul)
+    return 0;
+  BlockArgument x = body.getArgument(0), y = body.getArgument(1);
+  if (!((isArgOrExt(mul.getLhs(), x) && isArgOrExt(mul.getRhs(), y)) ||
+        (isArgOrExt(mul.getLhs(), y) && isArgOrExt(mul.getRhs(), x))))
+    return 0;
+  // Every map result a loop dim (each at most once) or a broadcast 0.
+  for (AffineMap map : op.getIndexingMapsArray()) {
+    llvm::SmallBitVector seen(map.getNumDims());
+    for (AffineExpr e : map.getResults()) {
+      if (auto dim = dyn_cast<AffineDimExpr>(e)) {
+        if (seen.test(dim.getPosition()))
+          return 0;
+        seen.set(dim.getPosition());
+      } else if (auto cst = dyn_cast<AffineConstantExpr>(e)) {
+        if (cst.getValue() != 0)
+          return 0;
+      } else {
+        return 0;
+      }
+    }
+  }
+  return a | c << 8;
+}
+
+/// The zero fill of `op`'s init right before it (a generalized
+/// `linalg.fill` of constant 0), or null.
+linalg::GenericOp zeroFillBefore(linalg::GenericOp op) {
+  auto fill = dyn_cast_or_null<linalg::GenericOp>(op->getPrevNode());
+  if (!fill || fill.getNumDpsInits() != 1 ||
+      fill.getDpsInits()[0] != op.getDpsInits()[0] ||
+      fill.getNumReductionLoops() != 0 || fill.getNumDpsInputs() > 1)
+    return nullptr;
+  auto yield = cast<linalg::YieldOp>(fill.getRegion().front().getTerminator());
+  Value v = yield.getValues()[0];
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    if (arg.getOwner() != &fill.getRegion().front() ||
+        arg.getArgNumber() != 0 || fill.getNumDpsInputs() != 1)
+      return nullptr;
+    v = fill.getDpsInputs()[0];
+  }
+  auto cst = v.getDefiningOp<arith::ConstantOp>();
+  auto value = cst ? dyn_cast<FloatAttr>(cst.getValue()) : FloatAttr();
+  if (!value || !value.getValue().isZero())
+    return nullptr;
+  return fill;
+}
+
+/// The rounding of an f16/bf16 product's f32 result that follows `op`, when
+/// cuBLASLt can write the rounded result itself: a generic `truncf` with
+/// identity maps from `op`'s init C into a buffer D of A's element type;
+/// C used by nothing else than its null check, `fill` (the zero fill
+/// before), `op`, the rounding and deallocations; `op`'s operands defined
+/// before the rounding (so `op` can move there). Null otherwise.
+linalg::GenericOp truncationAfter(linalg::GenericOp op,
+                                  linalg::GenericOp fill) {
+  Type aType = getElementTypeOrSelf(op.getDpsInputs()[0].getType());
+  Value c = op.getDpsInits()[0];
+  if (!(aType.isF16() || aType.isBF16()) ||
+      !getElementTypeOrSelf(c.getType()).isF32())
+    return nullptr;
+  linalg::GenericOp trunc;
+  for (Operation *user : c.getUsers()) {
+    if (user == op.getOperation() || (fill && user == fill.getOperation()) ||
+        isa<memref::DeallocOp, memref::ExtractAlignedPointerAsIndexOp>(user))
+      continue;
+    auto generic = dyn_cast<linalg::GenericOp>(user);
+    if (!generic || trunc)
+      return nullptr;
+    trunc = generic;
+  }
+  if (!trunc || trunc.getNumDpsInputs() != 1 || trunc.getNumDpsInits() != 1 ||
+      trunc.getDpsInputs()[0] != c || trunc.getNumReductionLoops() != 0 ||
+      !llvm::all_of(trunc.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }) ||
+      getElementTypeOrSelf(trunc.getDpsInits()[0].getType()) != aType ||
+      trunc->getParentRegion() != op->getParentRegion())
+    return nullptr;
+  Block &body = trunc.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto truncf = yield.getValues()[0].getDefiningOp<arith::TruncFOp>();
+  if (body.getOperations().size() != 2 || !truncf ||
+      truncf.getIn() != body.getArgument(0))
+    return nullptr;
+  DominanceInfo dominance(op->getParentOp());
+  if (!dominance.properlyDominates(op.getOperation(), trunc.getOperation()))
+    return nullptr;
+  for (Value v : op->getOperands())
+    if (!dominance.properlyDominates(v, trunc.getOperation()))
+      return nullptr;
+  if (fill)
+    for (Value v : fill->getOperands())
+      if (!dominance.properlyDominates(v, trunc.getOperation()))
+        return nullptr;
+  return trunc;
+}
+
+/// Declares `kina_rt_gpu_matmul(i32, i32, i32, i64, i64, i64, i64) -> i32`
+/// (kina/runtime.h; pointers as i64) in `module` once.
+func::FuncOp matmulFunction(ModuleOp module) {
+  if (auto f = module.lookupSymbol<func::FuncOp>(kMatmulFunction))
+    return f;
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  auto f = func::FuncOp::create(
+      b, module.getLoc(), kMatmulFunction,
+      b.getFunctionType({i32, i32, i32, i64, i64, i64, i64}, {i32}));
+  f.setPrivate();
+  return f;
+}
+
+/// Emits the runtime call of the cuBLASLt route before `op` (see the file
+/// comment) and returns the i1 "not handled": the kernel must run.
+Value emitLibraryCall(OpBuilder &b, Location loc, linalg::GenericOp op,
+                      const ContractionLoops &loops, ArrayRef<Value> sizes,
+                      Value nonEmpty, int32_t types, int32_t flags,
+                      Value output) {
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  auto toI64 = [&](Value v) {
+    return arith::IndexCastOp::create(b, loc, i64, v).getResult();
+  };
+  auto ifOp = scf::IfOp::create(b, loc, TypeRange{i32}, nonEmpty, true);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    // Per operand: element pointer and the stride of each loop dim.
+    SmallVector<Value> pointers;
+    SmallVector<SmallVector<Value>> strides; // [operand][loop]
+    for (OpOperand &operand : op->getOpOperands()) {
+      // C is `output` (the rounded result's buffer: same shape and map).
+      Value buffer = operand.getOperandNumber() == 2 ? output : operand.get();
+      auto type = cast<MemRefType>(buffer.getType());
+      auto meta = memref::ExtractStridedMetadataOp::create(b, loc, buffer);
+      Value base =
+          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+      Value elementBytes = arith::ConstantIndexOp::create(
+          b, loc, type.getElementTypeBitWidth() / 8);
+      Value offsetBytes =
+          arith::MulIOp::create(b, loc, meta.getOffset(), elementBytes);
+      pointers.push_back(
+          toI64(arith::AddIOp::create(b, loc, base, offsetBytes)));
+      SmallVector<Value> perLoop(sizes.size(), zero);
+      AffineMap map = op.getMatchingIndexingMap(&operand);
+      for (auto [i, e] : llvm::enumerate(map.getResults()))
+        if (auto dim = dyn_cast<AffineDimExpr>(e))
+          perLoop[dim.getPosition()] = meta.getStrides()[i];
+      strides.push_back(perLoop);
+    }
+    SmallVector<Value> dims;
+    dims.push_back(loops.m ? sizes[*loops.m] : one);
+    dims.push_back(loops.n ? sizes[*loops.n] : one);
+    dims.push_back(sizes[loops.k]);
+    for (unsigned d : loops.batch)
+      dims.push_back(sizes[d]);
+    auto strideOf = [&](unsigned operand, std::optional<unsigned> loop) {
+      return loop ? strides[operand][*loop] : zero;
+    };
+    // A: batch, m, k; B: batch, k, n; C: batch, m, n.
+    for (unsigned d : loops.batch)
+      dims.push_back(strides[0][d]);
+    dims.push_back(strideOf(0, loops.m));
+    dims.push_back(strideOf(0, loops.k));
+    for (unsigned d : loops.batch)
+      dims.push_back(strides[1][d]);
+    dims.push_back(strideOf(1, loops.k));
+    dims.push_back(strideOf(1, loops.n));
+    for (unsigned d : loops.batch)
+      dims.push_back(strides[2][d]);
+    dims.push_back(strideOf(2, loops.m));
+    dims.push_back(strideOf(2, loops.n));
+    auto arrayType = MemRefType::get({static_cast<int64_t>(dims.size())}, i64);
+    Value array = memref::AllocaOp::create(b, loc, arrayType);
+    for (auto [i, v] : llvm::enumerate(dims))
+      memref::StoreOp::create(
+          b, loc, toI64(v), array,
+          ValueRange{arith::ConstantIndexOp::create(b, loc, i)});
+    Value arrayPointer =
+        toI64(memref::ExtractAlignedPointerAsIndexOp::create(b, loc, array));
+    auto constant = [&](int32_t v) {
+      return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
+    };
+    func::FuncOp callee = matmulFunction(op->getParentOfType<ModuleOp>());
+    auto call = func::CallOp::create(
+        b, loc, callee,
+        ValueRange{constant(types), constant(flags),
+                   constant(static_cast<int32_t>(loops.batch.size())),
+                   arrayPointer, pointers[0], pointers[1], pointers[2]});
+    scf::YieldOp::create(b, loc, call.getResult(0));
+    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    scf::YieldOp::create(b, loc, constant(0));
+  }
+  Value zero32 = arith::ConstantIntOp::create(b, loc, i32, 0);
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                               ifOp.getResult(0), zero32);
+}
+
+void mapContraction(linalg::GenericOp op, const ContractionLoops &loops,
+                    bool cublasLt, bool allowTf32) {
+  // Before anything is inserted in front of `op`.
+  int32_t types = cublasLt ? libraryTypes(op) : 0;
+  linalg::GenericOp fill = types ? zeroFillBefore(op) : nullptr;
+  linalg::GenericOp trunc = types ? truncationAfter(op, fill) : nullptr;
+  if (trunc) {
+    // cuBLASLt writes the f16/bf16 result itself; the f32 buffer, its fill
+    // and the rounding are the fallback's. The product moves next to the
+    // rounding (the result's buffer is allocated just before it).
+    if (fill)
+      fill->moveBefore(trunc);
+    op->moveBefore(trunc);
+    types = (types & 0xff) | (types & 0xff) << 8;
+  }
   OpBuilder b(op);
   Location loc = op.getLoc();
   SmallVector<Value> sizes = loopSizes(b, loc, op);
@@ -127,6 +421,18 @@ void mapContraction(linalg::GenericOp op, const ContractionLoops &loops) {
     nonEmpty = arith::AndIOp::create(
         b, loc, nonEmpty,
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, v, zero));
+  Block *fallbackBlock = nullptr;
+  if (types) {
+    int32_t flags = (allowTf32 ? kFlagTf32 : 0) | (fill ? 0 : kFlagAccumulate);
+    Value fallback =
+        emitLibraryCall(b, loc, op, loops, sizes, nonEmpty, types, flags,
+                        trunc ? trunc.getDpsInits()[0] : op.getDpsInits()[0]);
+    auto kernel = scf::IfOp::create(b, loc, fallback, /*withElse=*/false);
+    b.setInsertionPointToStart(&kernel.getThenRegion().front());
+    if (fill)
+      fill->moveBefore(b.getInsertionBlock(), b.getInsertionPoint());
+    fallbackBlock = &kernel.getThenRegion().front();
+  }
   auto guard = scf::IfOp::create(b, loc, nonEmpty, /*withElse=*/false);
   b.setInsertionPointToStart(&guard.getThenRegion().front());
 
@@ -237,11 +543,15 @@ void mapContraction(linalg::GenericOp op, const ContractionLoops &loops) {
   auto store = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);
   b.setInsertionPointToStart(&store.getThenRegion().front());
   storeOperand(b, loc, op, init, kLoop.getResult(0), ivsAt(row, col, kZero));
+  if (trunc) // The fallback rounds after its kernel.
+    trunc->moveBefore(fallbackBlock->getTerminator());
   op.erase();
 }
 
 class GpuMapMatmulPass : public impl::GpuMapMatmulPassBase<GpuMapMatmulPass> {
 public:
+  using GpuMapMatmulPassBase::GpuMapMatmulPassBase;
+
   void runOnOperation() override {
     SmallVector<std::pair<linalg::GenericOp, ContractionLoops>> work;
     getOperation().walk([&](linalg::GenericOp op) {
@@ -251,7 +561,7 @@ public:
         work.push_back({op, *loops});
     });
     for (auto &[op, loops] : work)
-      mapContraction(op, loops);
+      mapContraction(op, loops, cublasLt, allowTf32);
   }
 };
 

@@ -66,6 +66,15 @@ int main(void) {
   CHECK(kina_rt_gpu_check_argument(NULL, "kina_f", "x") == 0);
   CHECK(kina_rt_gpu_check_argument(blob, "kina_f", "x") == 3);
   CHECK(kina_rt_gpu_exit() == 5);
+  kina_rt_gpu_synchronize(); /* outside a call: nothing to wait for */
+  {
+    /* A matmul without a driver (or without cuBLASLt): taken, status 3. */
+    int64_t dims[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    float a = 1.0f, b = 1.0f, c = 0.0f;
+    CHECK(kina_rt_gpu_matmul(KINA_GPU_MATMUL_F32 | KINA_GPU_MATMUL_F32 << 8, 0,
+                             0, dims, &a, &b, &c) == 1);
+    CHECK(strstr(kina_last_error(), "kina_rt_gpu_matmul: "));
+  }
   void *module = mgpuModuleLoad(blob, sizeof(blob));
   void *jit = mgpuModuleLoadJIT(blob, 2);
   CHECK(module != NULL && jit != NULL);
