@@ -12,6 +12,8 @@ packages=(
   libcli11-dev nlohmann-json3-dev
   # tests (valgrind: memcheck over the runtime and compiled entry points)
   googletest libgtest-dev python3-numpy valgrind
+  # the Python package kina (python/) and its tests: cffi, pytest, CPU PyTorch
+  python3-cffi python3-pytest python3-torch
 )
 # Regenerating the digits sample data (not needed to run it).
 if [ "${KINA_WITH_SKLEARN:-0}" = 1 ]; then packages+=(python3-sklearn); fi

@@ -118,6 +118,35 @@ int32_t kina_rt_shape_error(const char *message_template, int64_t first,
 int32_t kina_rt_check_version(const char *entry, int32_t abi_version,
                               const char *compiler);
 
+/*===--- The frame of the TensorDesc entries kinatd_<fn> ----------------===*/
+
+/* A `kinatd_<fn>` entry (kina/abi.h; src/passes/TensorDescEntryPoints.cpp)
+ * calls kina_rt_td_prepare, then (when it returned 0) `kina_<fn>` on the
+ * memref descriptors in `scratch`, then kina_rt_td_finish with its status.
+ * `table` is [numResults, numArgs, (dtype code, rank) per result, then per
+ * argument]; `scratch` holds numResults + numArgs slots of
+ * sizeof(KinaMemRef4) bytes, results first, each a KinaMemRef<rank>. */
+
+/** Clears the last error, checks every descriptor (null: -5, dtype: -2,
+ *  ndim/shape: -6, overlapping outputs: -8), zeroes the result slots and
+ *  fills each argument slot: the caller's memory when row-major contiguous,
+ *  else a contiguous host copy of the strided view (allocation failure:
+ *  -7). Returns 0 or a KINA_TD_* code; on failure nothing stays allocated.
+ *  `entry` names the entry in messages. */
+int32_t kina_rt_td_prepare(const char *entry, const int32_t *table,
+                           const KinaTensorDesc *const *outs,
+                           const KinaTensorDesc *const *ins, void *scratch);
+
+/** Maps a non-zero `status` of `kina_<fn>` to -6 (1), -7 (2) or -3
+ *  (others), keeping its message; otherwise checks each result's sizes
+ *  against the output descriptor (-6) and copies the result into it (any
+ *  strides). Then frees every result buffer (once; not one that is an
+ *  argument's) and the argument copies. Returns 0 or a KINA_TD_* code. */
+int32_t kina_rt_td_finish(const char *entry, const int32_t *table,
+                          const KinaTensorDesc *const *outs,
+                          const KinaTensorDesc *const *ins, void *scratch,
+                          int32_t status);
+
 /*===--- The GPU call frame of --target=cuda entry points
  * ----------------===*/
 

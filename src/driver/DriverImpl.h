@@ -299,6 +299,11 @@ public:
   /// Compiles `input` to `stage`. On failure, diagnostics were printed.
   std::optional<std::string> run(const std::string &input, EmitStage stage);
 
+  /// `--emit=shared` of several modules: one library, one merged manifest
+  /// (Shared.cpp). On failure, diagnostics were printed.
+  std::optional<std::string>
+  buildSharedLibrary(const std::vector<std::string> &inputs);
+
   /// The runtime archive linked into shared libraries (EmitStage::Shared).
   std::string runtimeLib;
 
@@ -320,6 +325,9 @@ private:
   std::optional<std::string> runTools(const std::string &llvmDialectText,
                                       EmitStage stage);
   std::optional<std::string> buildShared(const std::string &input);
+  std::optional<std::string>
+  mergeManifests(const std::vector<std::string> &inputs,
+                 const std::vector<std::string> &manifests);
 };
 
 /// Checks --mcpu against the processors LLVM knows for the default target

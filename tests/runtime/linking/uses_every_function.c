@@ -46,6 +46,24 @@ int main(void) {
   CHECK(runtime_free(host.allocated) == 0);
   CHECK(runtime_free(host.allocated) == 1);
 
+  /* The TensorDesc frame: a null output, then a failed call's status. */
+  {
+    static const int32_t table[] = {1, 1, KINA_TD_DTYPE_F32, 1,
+                                    KINA_TD_DTYPE_F32, 1};
+    float data[2] = {1, 2};
+    KinaTensorDesc in = {(uint64_t)(uintptr_t)data, 1, {2, 0, 0, 0},
+                         {1, 0, 0, 0}, KINA_TD_DTYPE_F32};
+    const KinaTensorDesc *outs[1] = {NULL};
+    const KinaTensorDesc *ins[1] = {&in};
+    KinaMemRef4 scratch[2];
+    CHECK(kina_rt_td_prepare("kinatd_f", table, outs, ins, scratch) ==
+          KINA_TD_NULL_DESCRIPTOR);
+    outs[0] = &in;
+    CHECK(kina_rt_td_prepare("kinatd_f", table, outs, ins, scratch) == 0);
+    CHECK(kina_rt_td_finish("kinatd_f", table, outs, ins, scratch, 2) ==
+          KINA_TD_ALLOCATION_FAILED);
+  }
+
   /* The GPU path without a driver: status 3, the reason in the message. */
   int32_t device = -1;
   CHECK(runtime_gpu_get_device(&device) == 0 && device == 0);
