@@ -12,7 +12,8 @@
 //   * kina_rt_gpu_enter / kina_rt_gpu_check_argument / kina_rt_gpu_exit,
 //     which a cuda object's status entry `kina_<fn>` calls around the
 //     compiled code (contract: the project's GPU_RT_API notes, documented in
-//     kina/runtime.h).
+//     kina/runtime.h), and kina_rt_gpu_enter_stream, the frame of a
+//     TensorDesc entry `kinatd_<fn>`: the caller's device and stream.
 // Binaries are registered by mgpuModuleLoad (from a global constructor, so
 // it touches neither the driver nor any other static object) and loaded
 // lazily, once per process and device, under the binary's lock. Each thread
@@ -101,6 +102,11 @@ struct ThreadGpu {
   int32_t defaultDevice = -1; ///< mgpuSetDefaultDevice's, -1 if none.
   int32_t pendingStatus = KINA_STATUS_SUCCESS;
   std::string pendingMessage;
+  /// Set by kina_rt_gpu_enter_stream for its frame: the caller's stream
+  /// (null: the default stream) replaces the thread's own on the call's
+  /// device, for launches, copies and the synchronisation at the exit.
+  bool useCallerStream = false;
+  CUstream callerStream = nullptr;
   const DriverApi *api = nullptr;  ///< Set once the thread made a stream.
   std::vector<CUstream> streams;   ///< By device ordinal.
   std::vector<CUcontext> contexts; ///< Primary contexts, by ordinal.
@@ -244,6 +250,8 @@ public:
   /// Null (and a pending error) if it cannot be created.
   CUstream threadStream() {
     ThreadGpu &thread = threadGpu();
+    if (thread.callDepth > 0 && thread.useCallerStream)
+      return thread.callerStream; // kina_rt_gpu_enter_stream's frame.
     if (static_cast<size_t>(device) < thread.streams.size() &&
         thread.streams[device])
       return thread.streams[device];
@@ -565,7 +573,12 @@ void *mgpuStreamCreate(void) {
     if (status != KINA_STATUS_SUCCESS)
       return status;
     stream = active.threadStream();
-    return stream ? KINA_STATUS_SUCCESS : KINA_STATUS_GPU_ERROR;
+    // The caller's stream of kina_rt_gpu_enter_stream may be null (the
+    // default stream); the thread's own never is.
+    bool callerStream = kina::rt::gpu::threadGpu().useCallerStream &&
+                        kina::rt::gpu::threadGpu().callDepth > 0;
+    return stream || callerStream ? KINA_STATUS_SUCCESS
+                                  : KINA_STATUS_GPU_ERROR;
   });
   return stream;
 }
@@ -582,6 +595,10 @@ void mgpuStreamDestroy(void *stream) {
       if (table.threadStreams.count(handle))
         return KINA_STATUS_SUCCESS; // A thread's stream: kept for reuse.
     }
+    kina::rt::gpu::ThreadGpu &thread = kina::rt::gpu::threadGpu();
+    if (thread.useCallerStream && handle == thread.callerStream)
+      return KINA_STATUS_SUCCESS; // The caller's: never ours to destroy.
+
     Active active(where);
     int32_t status = active.open();
     if (status != KINA_STATUS_SUCCESS)
@@ -857,6 +874,31 @@ int32_t kina_rt_gpu_enter(void) {
   });
 }
 
+int32_t kina_rt_gpu_enter_stream(int32_t device, uint64_t stream) {
+  const char *where = "kina_rt_gpu_enter_stream";
+  return kina::rt::guardStatus(where, [&] {
+    kina::rt::gpu::ThreadGpu &thread = kina::rt::gpu::threadGpu();
+    if (thread.callDepth > 0)
+      return kina::rt::failIn(KINA_STATUS_INTERNAL_ERROR, where,
+                              "called inside another GPU call frame");
+    if (device < 0)
+      return kina::rt::fail(KINA_STATUS_VALIDATION_ERROR,
+                            std::string(where) + ": device ordinal " +
+                                std::to_string(device) + " is negative");
+    // kina_rt_gpu_enter selects the call device when one is set.
+    kina::rt::gpu::setCallDevice(device);
+    int32_t status = kina_rt_gpu_enter();
+    if (status != KINA_STATUS_SUCCESS) {
+      kina::rt::gpu::setCallDevice(-1);
+      return status;
+    }
+    thread.useCallerStream = true;
+    thread.callerStream =
+        reinterpret_cast<CUstream>(static_cast<uintptr_t>(stream));
+    return KINA_STATUS_SUCCESS;
+  });
+}
+
 int32_t kina_rt_gpu_check_argument(const void *allocated, const char *function,
                                    const char *argument) {
   const char *where = function ? function : "kina_rt_gpu_check_argument";
@@ -938,8 +980,16 @@ int32_t kina_rt_gpu_exit(void) {
     if (kina::rt::cuda::loadDriver(where, driver) == KINA_STATUS_SUCCESS) {
       const kina::rt::cuda::DriverApi &api = driver->api;
       int32_t device = thread.callDevice;
-      if (static_cast<size_t>(device) < thread.streams.size() &&
-          thread.streams[device]) {
+      if (thread.useCallerStream) {
+        // kina_rt_gpu_enter_stream's frame: the caller's stream only.
+        CUresult result = api.cuStreamSynchronize(thread.callerStream);
+        if (result != CUDA_SUCCESS)
+          kina::rt::gpu::pendCuda(api, result, where,
+                                  "cuStreamSynchronize of the caller's "
+                                  "stream failed (a kernel of the call "
+                                  "failed)");
+      } else if (static_cast<size_t>(device) < thread.streams.size() &&
+                 thread.streams[device]) {
         CUresult result = api.cuStreamSynchronize(thread.streams[device]);
         if (result != CUDA_SUCCESS)
           kina::rt::gpu::pendCuda(api, result, where,
@@ -957,6 +1007,8 @@ int32_t kina_rt_gpu_exit(void) {
         thread.switchedContext = false;
         thread.callerContext = nullptr;
         thread.callDevice = -1;
+        thread.useCallerStream = false;
+        thread.callerStream = nullptr;
         kina::rt::gpu::setCallDevice(-1);
       }
     } else {

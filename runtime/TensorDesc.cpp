@@ -15,13 +15,19 @@
 // the results are complete before the first output is written, an output
 // may alias any input.
 //
+// The cuda target's entries use kina_rt_td_gpu_prepare / _finish (below):
+// the caller's device and stream, contiguous tensors used in place, results
+// copied out with cuMemcpyAsync on that stream.
+//
 //===----------------------------------------------------------------------===//
+#include "CudaDriver.h"
 #include "Guard.h"
 
 #include "kina/runtime.h"
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -306,4 +312,205 @@ extern "C" int32_t kina_rt_td_finish(const char *entry, const int32_t *t,
   }
   releaseInputs(table, ins, slots, table.numArgs());
   return rc;
+}
+
+// --- The cuda target's entries ---------------------------------------------
+//
+// kina_rt_td_gpu_prepare / kina_rt_td_gpu_finish frame `kina_<fn>` of a cuda
+// object the same way, on the caller's device and stream: every tensor must
+// be row-major contiguous memory the GPU reads (a strided gather would need
+// a kernel of its own; the kina package makes views contiguous with the
+// caller's framework, on its stream), the arguments are used in place, and
+// each result is copied into its output with cuMemcpyAsync on the caller's
+// stream. kina_rt_gpu_exit then synchronises that stream only.
+
+namespace {
+
+/// Checks that the GPU of the frame's device can read a tensor of a cuda
+/// entry (kina_rt_gpu_check_argument); `label` is "out0", "in1", ...
+int32_t checkGpuTensor(const char *entry, const KinaTensorDesc *d,
+                       int64_t elements, const std::string &label) {
+  if (elements == 0)
+    return KINA_TD_OK;
+  if (kina_rt_gpu_check_argument(reinterpret_cast<const void *>(d->ptr),
+                                 entry, label.c_str()) != KINA_STATUS_SUCCESS)
+    return fail(KINA_TD_DEVICE_ERROR, kina_last_error());
+  return KINA_TD_OK;
+}
+
+/// Frees each result buffer of a finished call once, never one that is an
+/// argument's (the caller's memory, since cuda arguments are used in place).
+void releaseResults(Table table, Slot *slots) {
+  for (int32_t i = 0; i < table.numResults(); ++i) {
+    void *allocated = slots[i].allocated;
+    bool skip = allocated == nullptr;
+    for (int32_t j = 0; j < i && !skip; ++j)
+      skip = slots[j].allocated == allocated;
+    for (int32_t j = 0; j < table.numArgs() && !skip; ++j)
+      skip = slots[table.numResults() + j].allocated == allocated;
+    if (!skip)
+      runtime_free(allocated);
+    slots[i].allocated = nullptr;
+  }
+}
+
+/// A runtime status from the C-boundary guard (2: out of memory, 5: an
+/// internal error) as a KINA_TD_* code; KINA_TD_* codes pass unchanged.
+int32_t tdCode(int32_t status) {
+  if (status <= 0)
+    return status;
+  return status == KINA_STATUS_RESOURCE_ERROR ? KINA_TD_ALLOCATION_FAILED
+                                              : KINA_TD_LAUNCH_ERROR;
+}
+
+} // namespace
+
+extern "C" int32_t kina_rt_td_gpu_prepare(const char *entry, const int32_t *t,
+                                          const KinaTensorDesc *const *outs,
+                                          const KinaTensorDesc *const *ins,
+                                          void *scratch, int32_t device_id,
+                                          uint64_t raw_stream) {
+  kina_rt_begin_call();
+  bool entered = false;
+  int32_t rc = kina::rt::guardStatus(entry ? entry : "kinatd_?", [&] {
+    Table table{t};
+    auto *slots = static_cast<Slot *>(scratch);
+    std::memset(slots, 0,
+                sizeof(Slot) * (table.numResults() + table.numArgs()));
+    int32_t total = table.numResults() + table.numArgs();
+    std::vector<int64_t> elements(total, 0);
+    // Descriptors first (no GPU needed), as on the cpu.
+    for (int32_t i = 0; i < total; ++i) {
+      bool output = i < table.numResults();
+      int32_t index = output ? i : i - table.numResults();
+      const KinaTensorDesc *d = output ? outs[index] : ins[index];
+      std::string name = where(entry, output, index);
+      if (int32_t rc = checkDescriptor(name, d, table.dtype(i), table.rank(i),
+                                       elements[i]))
+        return rc;
+      if (!contiguous(d, elements[i]))
+        return fail(KINA_TD_UNSUPPORTED_LAYOUT,
+                    name + " is not row-major contiguous: a --target=cuda "
+                           "entry takes contiguous tensors (the kina package "
+                           "copies other views on the caller's stream "
+                           "first)");
+    }
+    for (int32_t i = 0; i < table.numResults(); ++i) {
+      if (elements[i] == 0)
+        continue;
+      uint64_t lo, hi;
+      byteRange(outs[i], elementSize(outs[i]->dtype), lo, hi);
+      for (int32_t j = 0; j < i; ++j) {
+        if (elements[j] == 0)
+          continue;
+        uint64_t olo, ohi;
+        byteRange(outs[j], elementSize(outs[j]->dtype), olo, ohi);
+        if (lo < ohi && olo < hi)
+          return fail(KINA_TD_OVERLAPPING_OUTPUT, where(entry, true, i) +
+                                                      " overlaps output " +
+                                                      std::to_string(j));
+      }
+    }
+    // The caller's device and stream, then what that device can read.
+    int32_t device = device_id > 0 ? device_id : 0;
+    if (kina_rt_gpu_enter_stream(device, raw_stream) != KINA_STATUS_SUCCESS)
+      return fail(KINA_TD_DEVICE_ERROR, kina_last_error());
+    entered = true;
+    for (int32_t i = 0; i < total; ++i) {
+      bool output = i < table.numResults();
+      int32_t index = output ? i : i - table.numResults();
+      const KinaTensorDesc *d = output ? outs[index] : ins[index];
+      std::string label = (output ? "out" : "in") + std::to_string(index);
+      if (int32_t rc = checkGpuTensor(entry, d, elements[i], label)) {
+        std::string message = kina_last_error();
+        entered = false;
+        (void)kina_rt_gpu_exit();
+        return fail(rc, message);
+      }
+    }
+    for (int32_t i = 0; i < table.numArgs(); ++i) {
+      Slot &slot = slots[table.numResults() + i];
+      int32_t rank = table.rank(table.numResults() + i);
+      int64_t stride = 1;
+      for (int32_t k = rank - 1; k >= 0; --k) {
+        slot.words[k] = ins[i]->shape[k];
+        slot.words[rank + k] = stride;
+        stride *= ins[i]->shape[k];
+      }
+      slot.allocated = slot.aligned = reinterpret_cast<void *>(ins[i]->ptr);
+    }
+    return KINA_TD_OK;
+  });
+  if (rc > 0 && entered) { // An exception inside the frame: close it.
+    std::string message = kina_last_error();
+    (void)kina_rt_gpu_exit();
+    kina::rt::fail(rc, message);
+  }
+  return tdCode(rc);
+}
+
+extern "C" int32_t kina_rt_td_gpu_finish(const char *entry, const int32_t *t,
+                                         const KinaTensorDesc *const *outs,
+                                         const KinaTensorDesc *const * /*ins*/,
+                                         void *scratch, int32_t status,
+                                         int32_t /*device_id*/,
+                                         uint64_t raw_stream) {
+  Table table{t};
+  auto *slots = static_cast<Slot *>(scratch);
+  if (status != KINA_STATUS_SUCCESS) {
+    // kina_<fn> freed its results; close the frame, keep the first error.
+    std::string message = kina_last_error();
+    (void)kina_rt_gpu_exit();
+    int32_t code =
+        status == KINA_STATUS_VALIDATION_ERROR ? KINA_TD_SHAPE_MISMATCH
+        : status == KINA_STATUS_RESOURCE_ERROR ? KINA_TD_ALLOCATION_FAILED
+                                               : KINA_TD_LAUNCH_ERROR;
+    return fail(code, message);
+  }
+  int32_t rc = kina::rt::guardStatus(entry ? entry : "kinatd_?", [&] {
+    const kina::rt::cuda::Driver *driver = nullptr;
+    if (kina::rt::cuda::loadDriver(entry ? entry : "kinatd_?", driver) !=
+        KINA_STATUS_SUCCESS)
+      return fail(KINA_TD_LAUNCH_ERROR, kina_last_error());
+    auto stream = reinterpret_cast<CUstream>(static_cast<uintptr_t>(raw_stream));
+    for (int32_t i = 0; i < table.numResults(); ++i) {
+      const KinaTensorDesc *d = outs[i];
+      const Slot &slot = slots[i];
+      int32_t rank = table.rank(i);
+      const int64_t *sizes = slot.words;
+      int64_t elements = 1;
+      for (int32_t k = 0; k < rank; ++k) {
+        if (d->shape[k] != sizes[k])
+          return fail(KINA_TD_SHAPE_MISMATCH,
+                      where(entry, true, i) + " dim " + std::to_string(k) +
+                          " has size " + std::to_string(d->shape[k]) +
+                          ", but the result's is " + std::to_string(sizes[k]));
+        elements *= sizes[k];
+      }
+      int64_t size = elementSize(d->dtype);
+      if (elements == 0)
+        continue;
+      // Results of a cuda function are contiguous (identity layout).
+      auto source = reinterpret_cast<uintptr_t>(slot.aligned) +
+                    static_cast<uintptr_t>(slot.offset * size);
+      CUresult result = driver->api.cuMemcpyAsync(
+          static_cast<CUdeviceptr>(d->ptr), static_cast<CUdeviceptr>(source),
+          static_cast<size_t>(elements * size), stream);
+      if (result != CUDA_SUCCESS)
+        return fail(KINA_TD_LAUNCH_ERROR,
+                    where(entry, true, i) +
+                        ": cuMemcpyAsync of the result on the caller's "
+                        "stream failed: " +
+                        kina::rt::cuda::describeResult(&driver->api, result));
+    }
+    return KINA_TD_OK;
+  });
+  // Close the frame (synchronises the caller's stream), then free.
+  std::string message = rc != KINA_TD_OK ? kina_last_error() : "";
+  if (kina_rt_gpu_exit() != KINA_STATUS_SUCCESS && rc == KINA_TD_OK) {
+    rc = KINA_TD_LAUNCH_ERROR;
+    message = kina_last_error();
+  }
+  releaseResults(table, slots);
+  return rc == KINA_TD_OK ? KINA_TD_OK : fail(tdCode(rc), message);
 }

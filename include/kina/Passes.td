@@ -112,13 +112,18 @@ def TensorDescEntryPointsPass
     signature) whose status entry `@kina_f` exists, adds `func.func
     @kinatd_f(!llvm.ptr..., i32, i64) -> i32`: the destination-passing
     entry over KinaTensorDesc descriptors (kina/abi.h), which calls the
-    runtime's kina_rt_td_prepare, `@kina_f` and kina_rt_td_finish. Runs
+    runtime's kina_rt_td_prepare, `@kina_f` and kina_rt_td_finish (with
+    `gpu`: kina_rt_td_gpu_prepare and kina_rt_td_gpu_finish, which also
+    take the device and stream arguments). Runs
     after kina-entry-points. Fails when `@kina_f` is missing, `@kinatd_f`
     already exists or an element type has no dtype code.
   }];
   let options = [
     Option<"supported", "supported", "bool", "true",
            "false: every entry returns -4 (not implemented for the target)">,
+    Option<"gpu", "gpu", "bool", "false",
+           "true: the cuda target's frame (kina_rt_td_gpu_prepare/finish "
+           "with the caller's device and stream)">,
   ];
   let dependentDialects = ["mlir::cf::ControlFlowDialect",
                            "mlir::LLVM::LLVMDialect",

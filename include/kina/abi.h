@@ -217,6 +217,13 @@ int32_t _mlir_ciface_runtime_host_alloc_unranked(KinaUnrankedMemRef *out,
  * negative allowed for inputs); an output may alias an input (results are
  * computed into runtime buffers, then copied out). Returns 0 or one of the
  * KINA_TD_* codes below; kina_last_error() says why.
+ * The cpu target ignores `device_id` and `raw_stream`. The cuda target's
+ * entries run on CUDA device max(device_id, 0) and on the caller's stream
+ * `raw_stream` (a CUstream/cudaStream_t; 0 the default stream), take
+ * row-major contiguous tensors in memory that device can read (cudaMalloc,
+ * PyTorch's caching allocator, managed memory), synchronise that stream
+ * before returning (the outputs are ready, as the seed's sync_on) and never
+ * the whole device.
  *===----------------------------------------------------------------------===*/
 
 /** Largest rank a KinaTensorDesc carries (the seed's shape[4]). */
@@ -250,8 +257,9 @@ typedef struct KinaTensorDesc {
 /** The seed's -3: the compiled function failed while running (status 3..6
  *  of kina_<fn>: GPU, unimplemented, internal, type errors). */
 #define KINA_TD_LAUNCH_ERROR (-3)
-/** The seed's -4: device/stream setup failed; also the cuda target's
- *  TensorDesc entries, which are not implemented yet. */
+/** The seed's -4: device/stream setup failed (no CUDA driver or device,
+ *  an invalid stream), or a tensor of a --target=cuda entry that the GPU of
+ *  the call's device cannot read (host memory, another device's). */
 #define KINA_TD_DEVICE_ERROR (-4)
 /** The seed's -5: a null KinaTensorDesc pointer, or a null `ptr` in a
  *  tensor with elements. */
@@ -267,6 +275,10 @@ typedef struct KinaTensorDesc {
  *  size > 1) or whose memory overlaps another output's: refused before
  *  anything is computed. */
 #define KINA_TD_OVERLAPPING_OUTPUT (-8)
+/** A tensor that is not row-major contiguous passed to an entry of a
+ *  --target=cuda library, which takes contiguous device tensors only (the
+ *  kina package makes views contiguous on the caller's stream first). */
+#define KINA_TD_UNSUPPORTED_LAYOUT (-9)
 
 #if defined(__cplusplus)
 #define KINA_TD_ASSERT(c, m) static_assert(c, m)

@@ -147,6 +147,35 @@ int32_t kina_rt_td_finish(const char *entry, const int32_t *table,
                           const KinaTensorDesc *const *ins, void *scratch,
                           int32_t status);
 
+/** The cuda target's kina_rt_td_prepare: the same checks, then every
+ *  tensor must be row-major contiguous (-9, KINA_TD_UNSUPPORTED_LAYOUT:
+ *  the kina package copies other views on the caller's stream first); each
+ *  argument slot is the caller's memory. Then opens the call's GPU frame
+ *  with kina_rt_gpu_enter_stream(max(device_id, 0), raw_stream) (-4 when
+ *  it fails) and checks with kina_rt_gpu_check_argument that the GPU of
+ *  that device can read every tensor (-4: host memory, another device's).
+ *  Returns 0 with the frame open, or a KINA_TD_* code with it closed. */
+int32_t kina_rt_td_gpu_prepare(const char *entry, const int32_t *table,
+                               const KinaTensorDesc *const *outs,
+                               const KinaTensorDesc *const *ins, void *scratch,
+                               int32_t device_id, uint64_t raw_stream);
+
+/** The cuda target's kina_rt_td_finish, after `kina_<fn>` ran inside the
+ *  frame kina_rt_td_gpu_prepare opened: maps a non-zero `status` as
+ *  kina_rt_td_finish does; otherwise checks each result's sizes against its
+ *  output descriptor (-6) and copies the result into it with cuMemcpyAsync
+ *  on `raw_stream`. Then closes the frame (kina_rt_gpu_exit: the stream is
+ *  synchronised, so the outputs are ready on return, as the seed's
+ *  `sync_on(&stream)`; no device-wide synchronisation; its failure: -3) and
+ *  frees every result buffer (once; not one that is an argument's).
+ *  `device_id` and `raw_stream` are prepare's. Returns 0 or a KINA_TD_*
+ *  code. */
+int32_t kina_rt_td_gpu_finish(const char *entry, const int32_t *table,
+                              const KinaTensorDesc *const *outs,
+                              const KinaTensorDesc *const *ins, void *scratch,
+                              int32_t status, int32_t device_id,
+                              uint64_t raw_stream);
+
 /*===--- The GPU call frame of --target=cuda entry points
  * ----------------===*/
 
@@ -173,6 +202,19 @@ int32_t kina_rt_td_finish(const char *entry, const int32_t *table,
  *  called. Calls nest (an inner call keeps the outer device).
  *  Thread-safe. */
 int32_t kina_rt_gpu_enter(void);
+
+/** kina_rt_gpu_enter for a TensorDesc entry `kinatd_<fn>` of a cuda
+ *  object (kina_rt_td_gpu_prepare): the call runs on CUDA device `device`
+ *  (>= 0; not the runtime's selected device) and every kernel launch, copy
+ *  and the synchronisation of the matching kina_rt_gpu_exit use the
+ *  caller's `stream` (a CUstream; 0 is the default stream) instead of the
+ *  thread's own; the runtime never destroys it. A `kina_<fn>` called inside
+ *  the frame nests (its kina_rt_gpu_enter keeps device and stream).
+ *  Returns 0; 1 for a negative `device`; 5 (Internal Error) inside another
+ *  frame; else kina_rt_gpu_enter's statuses (3: no driver, no such
+ *  device). After a non-zero status kina_rt_gpu_exit must not be called.
+ *  Thread-safe. */
+int32_t kina_rt_gpu_enter_stream(int32_t device, uint64_t stream);
 
 /** Checks that the GPU can read an argument of a cuda entry: `allocated`
  *  (the descriptor's allocated pointer) must be CUDA managed memory

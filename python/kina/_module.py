@@ -31,6 +31,7 @@ CODES: Dict[int, str] = {
     -6: "shape mismatch",
     -7: "allocation failure",
     -8: "overlapping output",
+    -9: "unsupported layout",
 }
 
 # The KinaTensorDesc dtype codes (KINA_TD_DTYPE_*), by manifest element type.
@@ -175,6 +176,22 @@ class Function:
                                  "pass the output with out=")
         return shape
 
+    def _cuda_device(self, inputs: List[Any]) -> Any:
+        """The CUDA device of a cuda library's call: the inputs' (all on
+        one device, else -4), or PyTorch's current device without inputs."""
+        torch = _torch()
+        if torch is None:
+            raise _error(-4, f"{self.name}: a cuda library is called with "
+                             "PyTorch CUDA tensors, and PyTorch is absent")
+        devices = {x.device for x in inputs}
+        if len(devices) > 1:
+            raise _error(-4, f"{self.name}: the inputs are on "
+                             f"{', '.join(sorted(map(str, devices)))}; one "
+                             "call runs on one device")
+        if devices:
+            return devices.pop()
+        return torch.device("cuda", torch.cuda.current_device())
+
     # -- descriptors ------------------------------------------------------
     def _fill(self, desc: Any, x: Any, et: str) -> None:
         if _is_torch(x):
@@ -192,14 +209,27 @@ class Function:
         desc.dtype = DTYPE_CODES[et]
 
     def _prepare_input(self, x: Any, spec: Dict[str, Any]) -> Any:
+        cuda = self.module.target == "cuda"
         if _is_torch(x):
-            if x.device.type != "cpu" and self.module.target == "cpu":
+            if x.device.type != "cpu" and not cuda:
                 raise _error(-4, f"{self.name}: %{spec['name']} is on "
                                  f"{x.device}, but the library was compiled "
                                  "for the cpu target")
+            if cuda and x.device.type != "cuda":
+                raise _error(-4, f"{self.name}: %{spec['name']} is on "
+                                 f"{x.device}, but the library was compiled "
+                                 "for the cuda target: pass CUDA tensors")
             # Forward only, as the seed's wrappers: inputs that require grad
             # are detached (the result does not require grad).
-            return x.detach()
+            x = x.detach()
+            # The cuda entries take contiguous tensors: PyTorch copies any
+            # other view on the current stream (the one the call runs on).
+            return x.contiguous() if cuda else x
+        if cuda:
+            raise _error(-4, f"{self.name}: %{spec['name']} is a "
+                             f"{type(x).__name__} in host memory, but the "
+                             "library was compiled for the cuda target: pass "
+                             "PyTorch CUDA tensors")
         if isinstance(x, np.ndarray):
             # A byte stride that is not a whole number of elements cannot
             # cross as a KinaTensorDesc: copy such (rare) views.
@@ -223,15 +253,18 @@ class Function:
         for x, spec in zip(prepared, self.arguments):
             self._check(f"%{spec['name']}", x, spec, symbols)
         use_torch = any(_is_torch(x) for x in prepared)
+        cuda = self.module.target == "cuda"
+        device = self._cuda_device(prepared) if cuda else None
 
         if out is None:
             outs = []
             for spec in self.results:
                 shape = self._result_shape(spec, symbols)
                 et = spec["element_type"]
-                if use_torch:
+                if use_torch or cuda:
                     outs.append(_torch().empty(shape,
-                                               dtype=_torch_dtypes()[et]))
+                                               dtype=_torch_dtypes()[et],
+                                               device=device))
                 else:
                     if et not in _NUMPY_DTYPES:
                         raise _error(-2, f"{self.name}: result %{spec['name']}"
@@ -260,6 +293,19 @@ class Function:
                     raise TypeError(f"{self.name}: out= takes NumPy arrays "
                                     f"or PyTorch tensors, got {type(o)}")
                 self._check(f"output %{spec['name']}", o, spec, dict(symbols))
+                if cuda and (not _is_torch(o) or o.device != device):
+                    where = o.device if _is_torch(o) else "host memory"
+                    raise _error(-4, f"{self.name}: out= %{spec['name']} is "
+                                     f"on {where}, but the call runs on "
+                                     f"{device}")
+
+        # The cuda entries write contiguous outputs: a strided out= view
+        # gets a contiguous stand-in, copied into it after the call.
+        targets = list(outs)
+        if cuda:
+            outs = [o if o.is_contiguous() else
+                    _torch().empty(o.shape, dtype=o.dtype, device=device)
+                    for o in outs]
 
         for t in prepared + outs:
             if t.ndim > _MAX_RANK:
@@ -273,15 +319,24 @@ class Function:
         for i, (x, spec) in enumerate(zip(prepared, self.arguments)):
             self._fill(descs[len(outs) + i], x, spec["element_type"])
         ptrs = [descs + i for i in range(len(outs) + len(prepared))]
-        # The host target ignores device and stream (device_id 0, stream 0).
+        # The host target ignores device and stream (device_id 0, stream 0);
+        # a cuda library gets the tensors' device and PyTorch's current
+        # stream on it (the seed: device index, raw stream).
+        device_id, stream = 0, 0
+        if cuda:
+            device_id = device.index
+            stream = _torch().cuda.current_stream(device).cuda_stream
         # kina_last_error() is thread-local: read it on this thread.
-        rc = self._fn(*ptrs, 0, 0)
+        rc = self._fn(*ptrs, device_id, stream)
         message = (ffi.string(self.module._lib.kina_last_error())
                    .decode("utf-8", "replace") if rc else "")
         # The descriptors and the tensors they point into lived until here.
         del ptrs, descs, prepared
         if rc != 0:
             raise _error(int(rc), message)
+        for target, o in zip(targets, outs):
+            if target is not o:
+                target.copy_(o)  # On the current stream, after the call.
         if out is not None:
             return out
         return outs[0] if len(outs) == 1 else tuple(outs)

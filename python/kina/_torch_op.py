@@ -1,8 +1,9 @@
 """`kina.torch_op(fn, name=...)`: a kina Function as a PyTorch custom op.
 
 The op `torch.ops.<namespace>.<name>` is defined with a schema built from
-the manifest (one `Tensor` per argument and result) and two kernels: CPU,
-which calls the Function (its TensorDesc entry), and Meta, which computes
+the manifest (one `Tensor` per argument and result) and two kernels: CPU
+(CUDA for a library compiled with --target=cuda), which calls the Function
+(its TensorDesc entry), and Meta, which computes
 only the outputs' shapes and dtypes from the manifest (symbolic dims solved
 from the inputs), so shape propagation (meta tensors, fake tensors,
 tracing) never runs the library. Uses `torch.library.Library`, present
@@ -58,7 +59,7 @@ def torch_op(fn: Function, name: Optional[str] = None,
                             device="meta") for spec in fn.results]
         return outs[0] if len(outs) == 1 else tuple(outs)
 
-    lib.impl(opname, cpu, "CPU")
+    lib.impl(opname, cpu, "CUDA" if fn.module.target == "cuda" else "CPU")
     lib.impl(opname, meta, "Meta")
     # PyTorch 1.13 has no autograd fallthrough for Meta: the op is forward
     # only (as a call of the Function), so autograd on meta tensors goes

@@ -22,9 +22,11 @@
 //
 // A function with a parameter or result of rank above KINA_TD_MAX_RANK gets
 // an entry that returns -6 (the descriptor cannot carry it). With the
-// option `supported=false` (targets whose TensorDesc path is not built yet:
-// cuda) every entry returns -4 (KINA_TD_DEVICE_ERROR) with a message saying
-// so. `device_id` and `raw_stream` are unused on the host.
+// option `supported=false` (a target without a TensorDesc path) every entry
+// returns -4 (KINA_TD_DEVICE_ERROR) with a message saying so. With `gpu`
+// (the cuda target) the frame is kina_rt_td_gpu_prepare/_finish, which
+// also take `device_id` and `raw_stream` (the caller's device and stream);
+// on the host they are unused.
 //
 //===----------------------------------------------------------------------===//
 #include "kina/IRConventions.h"
@@ -225,12 +227,20 @@ LogicalResult TensorDescEntryPointsPass::buildEntry(func::FuncOp callee) {
       i64Const(static_cast<int64_t>(std::max<size_t>(numResults + numArgs, 1))),
       8);
 
-  auto prepare = declare("kina_rt_td_prepare",
-                         b.getFunctionType({ptr, ptr, ptr, ptr, ptr}, {i32}));
+  // The cuda frame also takes the caller's device and stream.
+  Value deviceId = body->getArgument(numResults + numArgs);
+  Value rawStream = body->getArgument(numResults + numArgs + 1);
+  SmallVector<Type> prepareTypes = {ptr, ptr, ptr, ptr, ptr};
+  SmallVector<Value> prepareArgs = {nameAddr, tableAddr, outs, ins, scratch};
+  if (gpu) {
+    prepareTypes.append({i32, i64});
+    prepareArgs.append({deviceId, rawStream});
+  }
+  auto prepare =
+      declare(gpu ? "kina_rt_td_gpu_prepare" : "kina_rt_td_prepare",
+              b.getFunctionType(prepareTypes, {i32}));
   Value prepared =
-      func::CallOp::create(b, loc, prepare,
-                           ValueRange{nameAddr, tableAddr, outs, ins, scratch})
-          .getResult(0);
+      func::CallOp::create(b, loc, prepare, prepareArgs).getResult(0);
   Block *run = new Block();
   Block *fail = new Block();
   entry.getBody().push_back(run);
@@ -248,13 +258,16 @@ LogicalResult TensorDescEntryPointsPass::buildEntry(func::FuncOp callee) {
         LLVM::GEPOp::create(b, loc, ptr, slotType, scratch,
                             ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(i)}));
   Value called = func::CallOp::create(b, loc, status, slots).getResult(0);
-  auto finish =
-      declare("kina_rt_td_finish",
-              b.getFunctionType({ptr, ptr, ptr, ptr, ptr, i32}, {i32}));
-  Value rc = func::CallOp::create(
-                 b, loc, finish,
-                 ValueRange{nameAddr, tableAddr, outs, ins, scratch, called})
-                 .getResult(0);
+  SmallVector<Type> finishTypes = {ptr, ptr, ptr, ptr, ptr, i32};
+  SmallVector<Value> finishArgs = {nameAddr, tableAddr, outs,
+                                   ins,      scratch,   called};
+  if (gpu) {
+    finishTypes.append({i32, i64});
+    finishArgs.append({deviceId, rawStream});
+  }
+  auto finish = declare(gpu ? "kina_rt_td_gpu_finish" : "kina_rt_td_finish",
+                        b.getFunctionType(finishTypes, {i32}));
+  Value rc = func::CallOp::create(b, loc, finish, finishArgs).getResult(0);
   func::ReturnOp::create(b, loc, rc);
   return success();
 }

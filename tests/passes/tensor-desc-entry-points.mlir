@@ -3,9 +3,12 @@
 // around the status entry kina_<f>: the table of dtype codes and ranks
 // (results first), kina_rt_td_prepare, kina_<f> on the scratch slots,
 // kina_rt_td_finish; no entry for a private function; a rank above 4 and
-// the option supported=false give entries that only record an error.
+// the option supported=false give entries that only record an error; with
+// gpu=true (the cuda target) the frame is kina_rt_td_gpu_prepare/_finish,
+// which also get the caller's device and stream.
 // RUN: %kina-opt %s --kina-entry-points --kina-tensor-desc-entry-points | FileCheck %s
 // RUN: %kina-opt %s --kina-entry-points --kina-tensor-desc-entry-points=supported=false | FileCheck %s --check-prefix=OFF
+// RUN: %kina-opt %s --kina-entry-points --kina-tensor-desc-entry-points=gpu=true | FileCheck %s --check-prefix=GPU
 
 // CHECK-DAG: llvm.mlir.global internal constant @kinatd_table_f(dense<[1, 2, 0, 2, 0, 2, 3, 0]> : tensor<8xi32>)
 // CHECK-DAG: @[[NAME:kinatd_msg_[0-9]+]]("kinatd_f\00")
@@ -49,3 +52,10 @@ func.func private @g(%x: memref<f32>) -> memref<f32> attributes {kina.param_dims
 // OFF: %[[C:.*]] = arith.constant -4 : i32
 // OFF: call @kina_rt_fail(%[[C]], %{{.*}})
 // OFF-NOT: kina_rt_td_prepare
+
+// GPU-LABEL: func.func @kinatd_f(
+// GPU-SAME: %[[OUT:[^:]*]]: !llvm.ptr, %[[X:[^:]*]]: !llvm.ptr, %[[N:[^:]*]]: !llvm.ptr, %[[DEV:[^:]*]]: i32, %[[STREAM:[^:]*]]: i64) -> i32
+// GPU: %[[PREP:.*]] = call @kina_rt_td_gpu_prepare(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[DEV]], %[[STREAM]])
+// GPU: %[[ST:.*]] = call @kina_f(
+// GPU: call @kina_rt_td_gpu_finish(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ST]], %[[DEV]], %[[STREAM]])
+// GPU-NOT: kina_rt_td_prepare

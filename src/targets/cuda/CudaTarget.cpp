@@ -190,11 +190,10 @@ void CudaTarget::buildStage(OpPassManager &pm, const TargetOptions &options,
     pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
     pm.addPass(createBufferOwnershipPass());
     pm.addPass(createEntryPointsPass(options.stamp, /*gpu=*/true));
-    // The TensorDesc entries kinatd_<f> on the caller's device and stream
-    // are not built for CUDA yet (issue 15's CUDA half): each returns -4,
-    // KINA_TD_DEVICE_ERROR, with a message saying so (kina/abi.h).
+    // The TensorDesc entries kinatd_<f>, on the caller's device and stream
+    // (kina_rt_td_gpu_prepare/_finish; kina/abi.h).
     TensorDescEntryPointsPassOptions tensorDesc;
-    tensorDesc.supported = false;
+    tensorDesc.gpu = true;
     pm.addPass(createTensorDescEntryPointsPass(tensorDesc));
     pm.addPass(createLinalgGeneralizeNamedOpsPass());
     pm.addPass(cuda::createGpuMapMatmulPass());
