@@ -577,8 +577,7 @@ void *mgpuStreamCreate(void) {
     // default stream); the thread's own never is.
     bool callerStream = kina::rt::gpu::threadGpu().useCallerStream &&
                         kina::rt::gpu::threadGpu().callDepth > 0;
-    return stream || callerStream ? KINA_STATUS_SUCCESS
-                                  : KINA_STATUS_GPU_ERROR;
+    return stream || callerStream ? KINA_STATUS_SUCCESS : KINA_STATUS_GPU_ERROR;
   });
   return stream;
 }

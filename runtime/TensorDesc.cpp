@@ -11,9 +11,9 @@
 // checks each result's shape against the caller's output descriptor,
 // copies the result into it (any strides) and then releases every buffer
 // the runtime allocated for the call (results, then argument copies: a
-// result may be an argument's buffer when a function returns a parameter). Nothing the caller owns is freed. Since
-// the results are complete before the first output is written, an output
-// may alias any input.
+// result may be an argument's buffer when a function returns a parameter).
+// Nothing the caller owns is freed. Since the results are complete before the
+// first output is written, an output may alias any input.
 //
 // The cuda target's entries use kina_rt_td_gpu_prepare / _finish (below):
 // the caller's device and stream, contiguous tensors used in place, results
@@ -332,8 +332,8 @@ int32_t checkGpuTensor(const char *entry, const KinaTensorDesc *d,
                        int64_t elements, const std::string &label) {
   if (elements == 0)
     return KINA_TD_OK;
-  if (kina_rt_gpu_check_argument(reinterpret_cast<const void *>(d->ptr),
-                                 entry, label.c_str()) != KINA_STATUS_SUCCESS)
+  if (kina_rt_gpu_check_argument(reinterpret_cast<const void *>(d->ptr), entry,
+                                 label.c_str()) != KINA_STATUS_SUCCESS)
     return fail(KINA_TD_DEVICE_ERROR, kina_last_error());
   return KINA_TD_OK;
 }
@@ -472,7 +472,8 @@ extern "C" int32_t kina_rt_td_gpu_finish(const char *entry, const int32_t *t,
     if (kina::rt::cuda::loadDriver(entry ? entry : "kinatd_?", driver) !=
         KINA_STATUS_SUCCESS)
       return fail(KINA_TD_LAUNCH_ERROR, kina_last_error());
-    auto stream = reinterpret_cast<CUstream>(static_cast<uintptr_t>(raw_stream));
+    auto stream =
+        reinterpret_cast<CUstream>(static_cast<uintptr_t>(raw_stream));
     for (int32_t i = 0; i < table.numResults(); ++i) {
       const KinaTensorDesc *d = outs[i];
       const Slot &slot = slots[i];

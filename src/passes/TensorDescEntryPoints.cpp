@@ -236,9 +236,8 @@ LogicalResult TensorDescEntryPointsPass::buildEntry(func::FuncOp callee) {
     prepareTypes.append({i32, i64});
     prepareArgs.append({deviceId, rawStream});
   }
-  auto prepare =
-      declare(gpu ? "kina_rt_td_gpu_prepare" : "kina_rt_td_prepare",
-              b.getFunctionType(prepareTypes, {i32}));
+  auto prepare = declare(gpu ? "kina_rt_td_gpu_prepare" : "kina_rt_td_prepare",
+                         b.getFunctionType(prepareTypes, {i32}));
   Value prepared =
       func::CallOp::create(b, loc, prepare, prepareArgs).getResult(0);
   Block *run = new Block();

@@ -89,6 +89,7 @@ def test_compile_cuda():
 
 def main():
     """Without pytest (the GPU machine): the CUDA test only."""
+    test_cuda._as_script = True
     try:
         test_compile_cuda()
         print("PASS test_compile_cuda")

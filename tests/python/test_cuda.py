@@ -49,8 +49,11 @@ class Skip(Exception):
     pass
 
 
+_as_script = False  # main(): report skips itself, even where pytest exists
+
+
 def skip(reason):
-    if pytest is not None:
+    if pytest is not None and not _as_script:
         pytest.skip(reason)
     raise Skip(reason)
 
@@ -340,6 +343,8 @@ def test_c_entry_codes_on_gpu():
 
 def main():
     """Runs every test without pytest; exit status 1 on a failure."""
+    global _as_script
+    _as_script = True
     failed = 0
     for name, fn in sorted(globals().items()):
         if not name.startswith("test_") or not callable(fn):
