@@ -4,8 +4,9 @@
 // `kinac a.kir main.c -o app` (compile, then link with the system compiler
 // driver and libkina_runtime.a). The stages are one ordered enum, so each is
 // a place to stop and test: kir, mlir, mlir-llvm, llvm, asm, obj; `header`
-// writes the C header instead, `manifest` the JSON signature manifest, and
-// `shared` (or `-shared`) a dlopen-able library with the runtime inside.
+// writes the C header instead, `manifest` the JSON signature manifest,
+// `shared` (or `-shared`) a dlopen-able library with the runtime inside, and
+// `dot` a Graphviz graph of the program with its kernels (docs/inspecting.md).
 // The kina_driver library (src/driver/, DriverImpl.h lists its files)
 // implements it; kinac's main.cpp only calls runDriver.
 //
@@ -30,7 +31,8 @@ enum class EmitStage {
   Obj,
   Header,
   Manifest,
-  Shared
+  Shared,
+  Dot // Graphviz: the program and the kernels the pipeline produced
 };
 
 /// Exit codes of kinac (clang's convention: 0 success, 1 any error of the

@@ -34,9 +34,11 @@ public:
 
   /// Runs `program` with `args` (args[0] is the display name). Returns an
   /// error carrying the command and the tool's stderr when it cannot start,
-  /// exits non-zero or dies from a signal.
-  llvm::Error run(llvm::StringRef program,
-                  const std::vector<std::string> &args) const;
+  /// exits non-zero or dies from a signal. With `output`, the tool's
+  /// standard output goes to the same place as its standard error, and on
+  /// success `*output` receives both (`ptxas -v`'s report).
+  llvm::Error run(llvm::StringRef program, const std::vector<std::string> &args,
+                  std::string *output = nullptr) const;
 
 private:
   bool verbose;

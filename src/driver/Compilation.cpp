@@ -25,10 +25,12 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
+#include "mlir/Pass/PassManager.h"
 
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/TargetParser/Host.h"
@@ -158,19 +160,38 @@ std::optional<std::string> Compilation::generate(const std::string &input,
   pipeline.gpuArch = opts.gpuArch;
   pipeline.cudaPath = opts.cudaPath;
   pipeline.allowTf32 = opts.allowTf32;
-  if (stage == EmitStage::MlirGpu)
+  if (stage == EmitStage::MlirGpu ||
+      (stage == EmitStage::Dot && opts.target == "cuda"))
     pipeline.stopAfter = "mlir-gpu";
   else if (stage == EmitStage::Ptx)
     pipeline.stopAfter = "ptx";
+  // --emit=dot and --stats: the kernels, recorded as the pipeline runs
+  // (KernelProbe, Kernels.h). cuda --stats past the PTX: a copy of the
+  // module before gpu-ptxas, compiled to PTX for ptxas -v afterwards.
+  kernels.reset();
+  if (stage == EmitStage::Dot || !opts.stats.empty()) {
+    kernels.emplace();
+    kernels->target = opts.target;
+  }
+  bool wantPtxCopy = !opts.stats.empty() && opts.target == "cuda" &&
+                     stage != EmitStage::Ptx && pipeline.stopAfter.empty();
+  mlir::OwningOpRef<mlir::ModuleOp> beforePtxas;
   // Every failure from here on is kinac's bug: reported as an internal
   // error naming the pass, its diagnostics inside the report.
   {
     PipelineWatch watch(ctx, opts.forced);
-    auto instrument = [&](mlir::PassManager &pm) { watch.instrument(pm); };
+    auto instrument = [&](mlir::PassManager &pm) {
+      watch.instrument(pm);
+      if (kernels)
+        pm.addInstrumentation(
+            std::make_unique<KernelProbe>(*kernels, input, opts.statsShapes));
+    };
     // Each stage of the target's pipeline is timed (--time-stages): cpu has
     // one, cuda gpu-map, gpu-nvvm, gpu-ptxas and host-llvm.
     auto timeStage = [&](StringRef name,
                          function_ref<mlir::LogicalResult()> run) {
+      if (wantPtxCopy && name == "gpu-ptxas")
+        beforePtxas = mlirModule->clone();
       return timer.time(name, run);
     };
     if (mlir::failed(lowerToLLVMDialect(*mlirModule, *target, pipeline,
@@ -185,6 +206,35 @@ std::optional<std::string> Compilation::generate(const std::string &input,
                   "' ran in the pipeline");
       return std::nullopt;
     }
+  }
+  if (kernels) {
+    if (!kernels->complete) {
+      driverError("internal error: the pipeline of target '" + opts.target +
+                  "' passed no point where kinac records kernels "
+                  "(--emit=dot, --stats)");
+      return std::nullopt;
+    }
+    describeStatements(*kernels, module, opts.symbolPrefix);
+  }
+  if (stage == EmitStage::Dot)
+    return emitDot(module, *kernels, opts.symbolPrefix);
+  if (!opts.stats.empty() && opts.target == "cuda") {
+    if (beforePtxas) {
+      // The same gpu-ptxas stage as the pipeline's, with format isa.
+      TargetOptions ptxOptions = pipeline;
+      ptxOptions.stopAfter = "ptx";
+      mlir::PassManager pm(&ctx);
+      target->buildStage(pm, ptxOptions, "gpu-ptxas");
+      if (mlir::failed(timer.time("ptx-for-stats",
+                                  [&] { return pm.run(*beforePtxas); }))) {
+        driverError("--stats: compiling the kernels to PTX for ptxas -v "
+                    "failed");
+        return std::nullopt;
+      }
+    }
+    if (stage == EmitStage::Ptx || beforePtxas)
+      if (!addResourceUsage(beforePtxas ? *beforePtxas : *mlirModule))
+        return std::nullopt;
   }
   if (stage == EmitStage::Ptx) {
     // Each kernel module's PTX, as gpu-module-to-binary left it (format
@@ -201,6 +251,50 @@ std::optional<std::string> Compilation::generate(const std::string &input,
   std::string llvmDialect = timer.time(
       "print-mlir", [&] { return print(*mlirModule, opts.printDebugInfo); });
   return llvmDialect;
+}
+
+bool Compilation::addResourceUsage(mlir::ModuleOp module) {
+  std::vector<std::pair<std::string, std::string>> ptx;
+  module.walk([&](mlir::gpu::BinaryOp binary) {
+    for (mlir::Attribute attr : binary.getObjects())
+      if (auto object = dyn_cast<mlir::gpu::ObjectAttr>(attr))
+        ptx.emplace_back(binary.getSymName().str(),
+                         object.getObject().getValue().str());
+  });
+  // The toolkit the cuda target checked (checkAvailable): --cuda-path, else
+  // $CUDA_PATH, else /usr/local/cuda.
+  std::string root = opts.cudaPath;
+  if (root.empty())
+    if (std::optional<std::string> env = sys::Process::GetEnv("CUDA_PATH"))
+      root = *env;
+  if (root.empty())
+    root = "/usr/local/cuda";
+  SmallString<256> ptxas(root);
+  sys::path::append(ptxas, "bin", "ptxas");
+  auto run = [&](const std::vector<std::string> &args,
+                 StringRef text) -> Expected<std::string> {
+    Expected<std::string> ptxPath = temps.create("kinac-stats", "ptx");
+    if (!ptxPath)
+      return ptxPath.takeError();
+    Expected<std::string> cubin = temps.create("kinac-stats", "cubin");
+    if (!cubin)
+      return cubin.takeError();
+    if (Error err = writeOutput(*ptxPath, text))
+      return err;
+    std::vector<std::string> argv = args;
+    argv.insert(argv.end(), {*ptxPath, "-o", *cubin});
+    std::string output;
+    if (Error err = tools.run(ptxas, argv, &output))
+      return err;
+    return output;
+  };
+  if (Error err = timer.time("ptxas-stats", [&] {
+        return addPtxasResourceUsage(*kernels, ptx, opts.gpuArch, run);
+      })) {
+    driverError("--stats: " + toString(std::move(err)));
+    return false;
+  }
+  return true;
 }
 
 std::optional<std::string>

@@ -82,6 +82,13 @@ Expected<InputPlan> planInputs(const DriverOptions &opts) {
     return error("-MD applies to the compilation of one .kir file");
   if (opts.verifyDiagnostics && several)
     return error("--verify-diagnostics checks one .kir file at a time");
+  if (!opts.stats.empty() && several)
+    return error("--stats applies to the compilation of one .kir file");
+  if (!opts.stats.empty() &&
+      llvm::is_contained({"kir", "mlir", "header", "manifest"}, opts.emit))
+    return error("--stats needs a stage that runs the target's pipeline, "
+                 "not --emit=" +
+                 opts.emit);
   if (plan.link && opts.emit != "obj")
     return error("--emit=" + opts.emit +
                  " cannot be combined with C sources or objects to link");
@@ -95,11 +102,14 @@ Expected<InputPlan> planInputs(const DriverOptions &opts) {
                                             plan.kirInputs.front());
   if (Error err = checkNotAnInput(opts, plan.output))
     return err;
+  if (!opts.statsFile.empty())
+    if (Error err = checkNotAnInput(opts, opts.statsFile))
+      return err;
   return plan;
 }
 
 /// The output path when -o is not given: `<stem>.o`, `.h`, `.json`, `.so`
-/// for the binary stages, standard output for the textual ones.
+/// for the binary stages, standard output for the textual ones (dot too).
 std::string defaultOutput(EmitStage stage, const std::string &input) {
   switch (stage) {
   case EmitStage::Obj:
@@ -134,10 +144,37 @@ int runCompile(const DriverOptions &opts,
     return compilation.diagnosticsVerified ? ExitSuccess : ExitFailure;
   if (!result)
     return ExitFailure;
+  // --stats: to stderr, or staged beside --stats-file and put in place only
+  // once the output is written (no partial outputs).
+  std::optional<StagedOutput> stats;
+  if (!opts.stats.empty()) {
+    std::string text =
+        opts.stats == "json"
+            ? formatStatsJson(*compilation.kernels, input, timer.times(),
+                              opts.statsShapes)
+            : formatStatsText(*compilation.kernels, timer.times());
+    if (opts.statsFile.empty()) {
+      errs() << text;
+    } else {
+      Expected<StagedOutput> staged = stageOutput(opts.statsFile, text);
+      if (!staged) {
+        driverError(toString(staged.takeError()));
+        return ExitFailure;
+      }
+      stats = std::move(*staged);
+    }
+  }
   if (Error err = writeResult(opts, input, output, *result, argv0)) {
+    if (stats)
+      discardOutput(*stats);
     driverError(toString(std::move(err)));
     return ExitFailure;
   }
+  if (stats)
+    if (Error err = commitOutput(*stats)) {
+      driverError(toString(std::move(err)));
+      return ExitFailure;
+    }
   return ExitSuccess;
 }
 

@@ -14,6 +14,8 @@
 #ifndef KINA_DRIVER_DRIVERIMPL_H
 #define KINA_DRIVER_DRIVERIMPL_H
 
+#include "Kernels.h"
+
 #include "kina/Diagnostics.h"
 #include "kina/Driver.h"
 #include "kina/InternalError.h"
@@ -75,6 +77,12 @@ struct DriverOptions {
   bool verbose = false;
   bool keepTemps = false;
   bool timeStages = false;
+  /// --stats=text|json (empty: off), --stats-file (empty: stderr), and
+  /// --stats-shape's symbolic dim sizes (docs/inspecting.md).
+  std::string stats;
+  std::string statsFile;
+  std::string statsShape;
+  ShapeBindings statsShapes;
   bool printDebugInfo = false;
   bool printLinkFlags = false;
   /// --diagnostics-format=text|json and --verify-diagnostics (Diagnostics.h).
@@ -142,6 +150,10 @@ public:
                     .count();
     stages.emplace_back(stage.str(), ms);
     return result;
+  }
+  /// The stages timed so far: name and milliseconds, in order.
+  const std::vector<std::pair<std::string, double>> &times() const {
+    return stages;
   }
   void print() const {
     if (!enabled)
@@ -311,6 +323,10 @@ public:
   /// diagnostics its source's annotations expect.
   bool diagnosticsVerified = false;
 
+  /// With --emit=dot or --stats: the kernels the pipeline produced (set by
+  /// the last run() that ran the pipeline).
+  std::optional<KernelReport> kernels;
+
 private:
   const DriverOptions &opts;
   StageTimer &timer;
@@ -328,6 +344,9 @@ private:
   std::optional<std::string>
   mergeManifests(const std::vector<std::string> &inputs,
                  const std::vector<std::string> &manifests);
+  /// cuda --stats: the PTX of each kernel module (gpu.module name, text) of
+  /// `module` (gpu.binary ops of format isa) and ptxas -v's figures.
+  bool addResourceUsage(mlir::ModuleOp module);
 };
 
 /// Checks --mcpu against the processors LLVM knows for the default target

@@ -85,6 +85,8 @@ Error extractCompilerFlags(std::vector<std::string> &args,
                                             "--opt",
                                             "--llc",
                                             "--runtime-lib",
+                                            "--stats-file",
+                                            "--stats-shape",
                                             "--diagnostics-format",
                                             "--abi-version-for-testing",
                                             "--debug-force-internal-error"};
@@ -174,7 +176,7 @@ Error extractCompilerFlags(std::vector<std::string> &args,
 
 /// The aliases C compilers spell, as the options they stand for: `-shared`
 /// is --emit=shared, a bare `-O` is -O1 (as for gcc and clang). Stops at
-/// `--`.
+/// `--`. A bare `--stats` is `--stats=text`.
 void spellAliases(std::vector<std::string> &args) {
   for (std::string &arg : args) {
     if (arg == "--")
@@ -183,6 +185,8 @@ void spellAliases(std::vector<std::string> &args) {
       arg = "--emit=shared";
     else if (arg == "-O")
       arg = "-O1";
+    else if (arg == "--stats")
+      arg = "--stats=text";
   }
 }
 
@@ -200,10 +204,11 @@ void addOptions(CLI::App &app, DriverOptions &opts) {
                  "kernels)|ptx (cuda: the kernels' PTX)|mlir-llvm|llvm "
                  "(after LLVM's -O pipeline, as llc gets it)|asm|obj|header|"
                  "manifest (JSON signatures)|shared (a dlopen-able library "
-                 "with the runtime; also -shared)")
+                 "with the runtime; also -shared)|dot (Graphviz: the "
+                 "program's ops and the kernels made of them)")
       ->check(
           CLI::IsMember({"kir", "mlir", "mlir-gpu", "ptx", "mlir-llvm", "llvm",
-                         "asm", "obj", "header", "manifest", "shared"}));
+                         "asm", "obj", "header", "manifest", "shared", "dot"}));
   app.add_option("-O", opts.optLevel, "Optimisation level 0..3 (default 2)")
       ->check(CLI::Range(0, 3));
   std::vector<std::string> targetNames;
@@ -246,6 +251,17 @@ void addOptions(CLI::App &app, DriverOptions &opts) {
                "Keep temporary files and print where they are");
   app.add_flag("--time-stages", opts.timeStages,
                "Print the wall time of each compilation stage");
+  app.add_option("--stats", opts.stats,
+                 "Print per function the kernels after fusion, their FLOPs "
+                 "and bytes moved, the intermediates' bytes, the stage "
+                 "times (cuda: registers and shared memory from ptxas -v): "
+                 "text (--stats alone) or json; to stderr, or --stats-file")
+      ->check(CLI::IsMember({"text", "json"}));
+  app.add_option("--stats-file", opts.statsFile,
+                 "Write --stats to this file instead of stderr");
+  app.add_option("--stats-shape", opts.statsShape,
+                 "Sizes of symbolic dims for --stats's figures: "
+                 "NAME=SIZE[,NAME=SIZE...] (e.g. N=1797)");
   app.add_flag("--mlir-print-debuginfo", opts.printDebugInfo,
                "Print source locations in emitted MLIR");
   app.add_flag("--print-link-flags", opts.printLinkFlags,
@@ -301,6 +317,13 @@ Error finishOptions(const CLI::App &app, DriverOptions &opts) {
   }
   if (Error err = resolveProcessor(opts.mcpu))
     return err;
+  if (!opts.statsShape.empty())
+    if (Error err = parseShapeBindings(opts.statsShape, opts.statsShapes))
+      return err;
+  if (opts.stats.empty() &&
+      (!opts.statsFile.empty() || !opts.statsShape.empty()))
+    return createStringError(inconvertibleErrorCode(),
+                             "--stats-file and --stats-shape need --stats");
   TargetOptions targetOptions;
   targetOptions.mcpu = opts.mcpu;
   targetOptions.gpuArch = opts.gpuArch;
@@ -362,6 +385,7 @@ std::optional<EmitStage> parseStage(StringRef s) {
       .Case("header", EmitStage::Header)
       .Case("manifest", EmitStage::Manifest)
       .Case("shared", EmitStage::Shared)
+      .Case("dot", EmitStage::Dot)
       .Default(std::nullopt);
 }
 

@@ -229,8 +229,8 @@ Expected<std::string> ToolRunner::findTool(StringRef name,
                            name.str().c_str());
 }
 
-Error ToolRunner::run(StringRef program,
-                      const std::vector<std::string> &args) const {
+Error ToolRunner::run(StringRef program, const std::vector<std::string> &args,
+                      std::string *output) const {
   std::vector<std::string> shown = args;
   if (!shown.empty())
     shown[0] = program.str();
@@ -258,6 +258,8 @@ Error ToolRunner::run(StringRef program,
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 2, errPath.c_str(),
                                    O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (output)
+    posix_spawn_file_actions_adddup2(&actions, 2, 1);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   pid_t pid = 0;
@@ -320,8 +322,11 @@ Error ToolRunner::run(StringRef program,
     return createStringError(
         inconvertibleErrorCode(), "cannot run '%s': %s\n  command: %s",
         program.str().c_str(), execError.c_str(), command.c_str());
-  if (rc == 0)
+  if (rc == 0) {
+    if (output)
+      *output = std::move(stderrText);
     return Error::success();
+  }
   std::string what = rc < 0 ? "crashed or was killed (" + execError + ")"
                             : "failed with exit code " + std::to_string(rc);
   // Name the tool by its role (args[0]: "llc"), the command shows its path.

@@ -697,6 +697,21 @@ def main():
         ("missing-mlir-translate", [good, "--mlir-translate=/nonexistent/mt"],
          "cannot run 'mlir-translate': '/nonexistent/mt' is not an "
          "executable file"),
+        ("stats-before-pipeline", [good, "--stats", "--emit=kir"],
+         "--stats needs a stage that runs the target's pipeline, not "
+         "--emit=kir"),
+        ("stats-bad-format", [good, "--stats=xml"],
+         "--stats: xml not in {text,json}"),
+        ("stats-shape-malformed", [good, "--stats", "--stats-shape=N"],
+         "--stats-shape: 'N' is not NAME=SIZE"),
+        ("stats-shape-negative", [good, "--stats", "--stats-shape=N=-1"],
+         "--stats-shape: 'N=-1' is not NAME=SIZE"),
+        ("stats-file-without-stats", [good, "--stats-file=s.json"],
+         "--stats-file and --stats-shape need --stats"),
+        ("stats-with-link", [good, main_c, "--stats"],
+         "--stats applies to the compilation of one .kir file"),
+        ("stats-file-is-input", [good, "--stats", "--stats-file=" + good],
+         "is the same as output file"),
     ]
     for name, cargs, needle in driver_cases:
         results.append((name, run_driver_case(kinac, args.workdir, name, cargs,

@@ -1,0 +1,543 @@
+//===- KernelAnalysis.cpp - The kernels of a pipeline run, from the IR ----===//
+//
+// Implements KernelProbe (Kernels.h): finds the kernels of each Kina
+// function in the IR at the points the file comment of Kernels.h names,
+// traces each to the Kina statements it computes through the locations its
+// ops carry (MLIRGen gives every op its statement's FileLineColLoc; fusion
+// keeps the producers' payload ops, with their locations, inside the fused
+// op), and computes its roofline figures from the op's loop ranges, its
+// payload and its operand buffers. Sizes of dynamic dims come from the IR
+// itself (allocation sizes, `memref.dim` of arguments, index arithmetic)
+// down to the function's arguments, whose symbolic dims --stats-shape binds.
+//
+//===----------------------------------------------------------------------===//
+#include "Kernels.h"
+
+#include "kina/IRConventions.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Pass/Pass.h"
+
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
+
+using namespace mlir;
+
+namespace kina {
+namespace driver {
+
+llvm::Error parseShapeBindings(llvm::StringRef text, ShapeBindings &bindings) {
+  llvm::SmallVector<llvm::StringRef> items;
+  text.split(items, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  for (llvm::StringRef item : items) {
+    auto [name, value] = item.trim().split('=');
+    int64_t size = 0;
+    if (name.empty() || value.empty() || value.getAsInteger(10, size) ||
+        size < 0 || !llvm::all_of(name, [](char c) {
+          return llvm::isAlnum(c) || c == '_';
+        }))
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "--stats-shape: '" + item.str() +
+              "' is not NAME=SIZE (a symbolic dim and a non-negative "
+              "integer)");
+    bindings[name.str()] = size;
+  }
+  return llvm::Error::success();
+}
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Locations
+//===----------------------------------------------------------------------===//
+
+/// Adds every FileLineColLoc inside `loc` (through fused, named and
+/// call-site locations) that lies in `file` to `out`.
+void collectPoints(Location loc, llvm::StringRef file,
+                   std::set<SourcePoint> &out) {
+  loc->walk([&](Location inner) {
+    if (auto flc = dyn_cast<FileLineColLoc>(inner))
+      if (flc.getFilename().getValue() == file)
+        out.insert({flc.getLine(), flc.getColumn()});
+    return WalkResult::advance();
+  });
+}
+
+/// Whether `op` only computes sizes or addresses (every operand and result
+/// an index or i1, or a constant): such ops are shared between kernels by
+/// CSE and sunk into kernels by gpu-launch-sink-index-computations, so
+/// their locations say nothing about which statement a kernel computes.
+bool isBookkeeping(Operation *op) {
+  if (op->hasTrait<OpTrait::ConstantLike>() || isa<memref::DimOp>(op))
+    return true;
+  auto indexLike = [](Type t) { return t.isIndex() || t.isInteger(1); };
+  if (op->getNumResults() == 0)
+    return false;
+  return llvm::all_of(op->getOperandTypes(), indexLike) &&
+         llvm::all_of(op->getResultTypes(), indexLike);
+}
+
+/// The statements a kernel computes: the op's location and those of every
+/// op in its regions that is not bookkeeping.
+std::set<SourcePoint> kernelSources(Operation *op, llvm::StringRef file) {
+  std::set<SourcePoint> points;
+  collectPoints(op->getLoc(), file, points);
+  op->walk([&](Operation *inner) {
+    if (inner != op && !isBookkeeping(inner))
+      collectPoints(inner->getLoc(), file, points);
+  });
+  return points;
+}
+
+//===----------------------------------------------------------------------===//
+// Sizes
+//===----------------------------------------------------------------------===//
+
+/// Evaluates index values and memref dims of a bufferized function from the
+/// IR, given the sizes of its arguments' symbolic dims.
+class SizeEvaluator {
+public:
+  SizeEvaluator(func::FuncOp fn, const ShapeBindings &shapes)
+      : fn(fn), shapes(shapes) {}
+
+  std::optional<int64_t> index(Value v, int depth = 0) {
+    if (depth > 64)
+      return std::nullopt;
+    APInt constant;
+    if (matchPattern(v, m_ConstantInt(&constant)))
+      return constant.getSExtValue();
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return std::nullopt;
+    if (auto dimOp = dyn_cast<memref::DimOp>(def)) {
+      std::optional<int64_t> d = index(dimOp.getIndex(), depth + 1);
+      if (!d)
+        return std::nullopt;
+      return dim(dimOp.getSource(), *d, depth + 1);
+    }
+    if (isa<arith::IndexCastOp, arith::IndexCastUIOp>(def))
+      return index(def->getOperand(0), depth + 1);
+    if (auto apply = dyn_cast<affine::AffineApplyOp>(def)) {
+      llvm::SmallVector<std::optional<int64_t>> operands;
+      for (Value operand : apply.getMapOperands())
+        operands.push_back(index(operand, depth + 1));
+      return affine(apply.getAffineMap().getResult(0), operands,
+                    apply.getAffineMap().getNumDims());
+    }
+    if (def->getNumOperands() != 2)
+      return std::nullopt;
+    std::optional<int64_t> a = index(def->getOperand(0), depth + 1);
+    std::optional<int64_t> b = index(def->getOperand(1), depth + 1);
+    if (!a || !b)
+      return std::nullopt;
+    if (isa<arith::AddIOp>(def))
+      return *a + *b;
+    if (isa<arith::SubIOp>(def))
+      return *a - *b;
+    if (isa<arith::MulIOp>(def))
+      return *a * *b;
+    if (isa<arith::MaxSIOp, arith::MaxUIOp>(def))
+      return std::max(*a, *b);
+    if (isa<arith::MinSIOp, arith::MinUIOp>(def))
+      return std::min(*a, *b);
+    if (*b == 0)
+      return std::nullopt;
+    if (isa<arith::DivSIOp, arith::DivUIOp>(def))
+      return *a / *b;
+    if (isa<arith::CeilDivSIOp, arith::CeilDivUIOp>(def))
+      return llvm::divideCeilSigned(*a, *b);
+    if (isa<arith::FloorDivSIOp>(def))
+      return llvm::divideFloorSigned(*a, *b);
+    if (isa<arith::RemSIOp, arith::RemUIOp>(def))
+      return *a % *b;
+    return std::nullopt;
+  }
+
+  std::optional<int64_t> dim(Value memref, int64_t d, int depth = 0) {
+    auto type = dyn_cast<ShapedType>(memref.getType());
+    if (!type || !type.hasRank() || d < 0 || d >= type.getRank() || depth > 64)
+      return std::nullopt;
+    if (!type.isDynamicDim(d))
+      return type.getDimSize(d);
+    if (auto arg = dyn_cast<BlockArgument>(memref)) {
+      if (arg.getOwner() != &fn.getBody().front())
+        return std::nullopt;
+      auto dims = fn->getAttrOfType<ArrayAttr>(kParamDimsAttr);
+      if (!dims || arg.getArgNumber() >= dims.size())
+        return std::nullopt;
+      auto argDims = dyn_cast<ArrayAttr>(dims[arg.getArgNumber()]);
+      if (!argDims || d >= static_cast<int64_t>(argDims.size()))
+        return std::nullopt;
+      auto name = dyn_cast<StringAttr>(argDims[d]);
+      if (!name)
+        return std::nullopt;
+      int64_t size;
+      if (!name.getValue().getAsInteger(10, size))
+        return size;
+      auto it = shapes.find(name.getValue().str());
+      if (it == shapes.end())
+        return std::nullopt;
+      return it->second;
+    }
+    Operation *def = memref.getDefiningOp();
+    if (!def)
+      return std::nullopt;
+    if (isa<memref::AllocOp, memref::AllocaOp>(def)) {
+      unsigned position = type.getDynamicDimIndex(d);
+      ValueRange sizes = isa<memref::AllocOp>(def)
+                             ? cast<memref::AllocOp>(def).getDynamicSizes()
+                             : cast<memref::AllocaOp>(def).getDynamicSizes();
+      if (position >= sizes.size())
+        return std::nullopt;
+      return index(sizes[position], depth + 1);
+    }
+    if (auto cast = dyn_cast<memref::CastOp>(def))
+      return dim(cast.getSource(), d, depth + 1);
+    auto mixed = [&](OpFoldResult size) -> std::optional<int64_t> {
+      if (auto attr = dyn_cast<mlir::Attribute>(size))
+        if (auto integer = dyn_cast<IntegerAttr>(attr))
+          return integer.getInt();
+      if (auto value = dyn_cast<Value>(size))
+        return index(value, depth + 1);
+      return std::nullopt;
+    };
+    if (auto expand = dyn_cast<memref::ExpandShapeOp>(def))
+      return mixed(expand.getMixedOutputShape()[d]);
+    if (auto reinterpret = dyn_cast<memref::ReinterpretCastOp>(def))
+      return mixed(reinterpret.getMixedSizes()[d]);
+    if (auto subview = dyn_cast<memref::SubViewOp>(def))
+      if (subview.getSourceType().getRank() == type.getRank())
+        return mixed(subview.getMixedSizes()[d]);
+    if (auto collapse = dyn_cast<memref::CollapseShapeOp>(def)) {
+      int64_t product = 1;
+      for (int64_t srcDim : collapse.getReassociationIndices()[d]) {
+        std::optional<int64_t> s = dim(collapse.getSrc(), srcDim, depth + 1);
+        if (!s)
+          return std::nullopt;
+        product *= *s;
+      }
+      return product;
+    }
+    return std::nullopt;
+  }
+
+  /// The number of elements of `memref`.
+  std::optional<int64_t> elements(Value memref) {
+    auto type = dyn_cast<ShapedType>(memref.getType());
+    if (!type || !type.hasRank())
+      return std::nullopt;
+    int64_t product = 1;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      std::optional<int64_t> s = dim(memref, d);
+      if (!s)
+        return std::nullopt;
+      product *= *s;
+    }
+    return product;
+  }
+
+  /// Bytes of `memref`'s elements (i1 stored in one byte, index in eight).
+  std::optional<int64_t> bytes(Value memref) {
+    auto type = dyn_cast<ShapedType>(memref.getType());
+    std::optional<int64_t> n = elements(memref);
+    if (!type || !n)
+      return std::nullopt;
+    Type element = type.getElementType();
+    int64_t size =
+        element.isIndex() ? 8 : (element.getIntOrFloatBitWidth() + 7) / 8;
+    return *n * size;
+  }
+
+  std::optional<int64_t> affine(AffineExpr expr,
+                                llvm::ArrayRef<std::optional<int64_t>> operands,
+                                unsigned numDims) {
+    if (auto c = dyn_cast<AffineConstantExpr>(expr))
+      return c.getValue();
+    if (auto d = dyn_cast<AffineDimExpr>(expr))
+      return d.getPosition() < operands.size() ? operands[d.getPosition()]
+                                               : std::nullopt;
+    if (auto s = dyn_cast<AffineSymbolExpr>(expr))
+      return numDims + s.getPosition() < operands.size()
+                 ? operands[numDims + s.getPosition()]
+                 : std::nullopt;
+    auto bin = cast<AffineBinaryOpExpr>(expr);
+    std::optional<int64_t> a = affine(bin.getLHS(), operands, numDims);
+    std::optional<int64_t> b = affine(bin.getRHS(), operands, numDims);
+    if (!a || !b)
+      return std::nullopt;
+    switch (bin.getKind()) {
+    case AffineExprKind::Add:
+      return *a + *b;
+    case AffineExprKind::Mul:
+      return *a * *b;
+    case AffineExprKind::Mod:
+      return *b ? std::optional<int64_t>(llvm::mod(*a, *b)) : std::nullopt;
+    case AffineExprKind::FloorDiv:
+      return *b ? std::optional<int64_t>(llvm::divideFloorSigned(*a, *b))
+                : std::nullopt;
+    case AffineExprKind::CeilDiv:
+      return *b ? std::optional<int64_t>(llvm::divideCeilSigned(*a, *b))
+                : std::nullopt;
+    default:
+      return std::nullopt;
+    }
+  }
+
+private:
+  func::FuncOp fn;
+  const ShapeBindings &shapes;
+};
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+/// Floating-point operations of one op of a payload: arith and math ops on
+/// floats count one (math.fma two); casts, constants, selects and bit
+/// casts none.
+unsigned flopsOf(Operation *op) {
+  llvm::StringRef dialect =
+      op->getDialect() ? op->getDialect()->getNamespace() : llvm::StringRef();
+  if (dialect != "arith" && dialect != "math")
+    return 0;
+  if (isa<arith::ConstantOp, arith::SelectOp, arith::BitcastOp, arith::ExtFOp,
+          arith::TruncFOp, arith::SIToFPOp, arith::UIToFPOp, arith::FPToSIOp,
+          arith::FPToUIOp>(op))
+    return 0;
+  auto isFloat = [](Type t) { return isa<FloatType>(getElementTypeOrSelf(t)); };
+  if (!llvm::any_of(op->getOperandTypes(), isFloat) &&
+      !llvm::any_of(op->getResultTypes(), isFloat))
+    return 0;
+  return isa<math::FmaOp>(op) ? 2 : 1;
+}
+
+/// The kernel of one linalg op, with its figures.
+KernelInfo linalgKernel(linalg::LinalgOp op, SizeEvaluator &sizes,
+                        llvm::StringRef file) {
+  KernelInfo k;
+  k.op = op->getName().getStringRef().str();
+  k.sources = kernelSources(op, file);
+  k.loops = op.getNumLoops();
+  for (Operation &inner : op.getBlock()->without_terminator())
+    k.flopsPerPoint += flopsOf(&inner);
+  // The loop ranges from the operands' dims (linalg's shapes-to-loops map).
+  llvm::SmallVector<std::optional<int64_t>> operandDims;
+  for (OpOperand &operand : op->getOpOperands())
+    if (auto shaped = dyn_cast<ShapedType>(operand.get().getType()))
+      for (int64_t d = 0; d < shaped.getRank(); ++d)
+        operandDims.push_back(sizes.dim(operand.get(), d));
+  AffineMap shapesToLoops = op.getShapesToLoopsMap();
+  if (shapesToLoops) {
+    std::optional<int64_t> product = 1;
+    for (AffineExpr e : shapesToLoops.getResults()) {
+      std::optional<int64_t> range =
+          sizes.affine(e, operandDims, shapesToLoops.getNumDims());
+      if (!range || !product)
+        product = std::nullopt;
+      else
+        *product *= *range;
+    }
+    k.iterations = product;
+  }
+  if (k.iterations)
+    k.flops = *k.iterations * k.flopsPerPoint;
+  else if (k.flopsPerPoint == 0)
+    k.flops = 0; // a fill or a copy: no FLOPs whatever the sizes
+  std::optional<int64_t> read = 0, written = 0;
+  auto add = [](std::optional<int64_t> &sum, std::optional<int64_t> v) {
+    sum = (sum && v) ? std::optional<int64_t>(*sum + *v) : std::nullopt;
+  };
+  for (OpOperand *input : op.getDpsInputOperands())
+    if (isa<ShapedType>(input->get().getType()))
+      add(read, sizes.bytes(input->get()));
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    add(written, sizes.bytes(init.get()));
+    if (op.payloadUsesValueFromOperand(&init))
+      add(read, sizes.bytes(init.get()));
+  }
+  // Buffers the payload loads from directly (slice, gather, concat read
+  // their source by index): each load reads one element per iteration
+  // point, and the whole buffer at most.
+  llvm::MapVector<Value, int64_t> captured; // buffer -> loads per point
+  op->walk([&](memref::LoadOp load) {
+    Value buffer = load.getMemRef();
+    Operation *owner = buffer.getParentBlock()->getParentOp();
+    if (owner != op.getOperation() && !op->isProperAncestor(owner))
+      ++captured[buffer];
+  });
+  for (auto &[buffer, loads] : captured) {
+    std::optional<int64_t> whole = sizes.bytes(buffer);
+    auto type = cast<MemRefType>(buffer.getType());
+    Type element = type.getElementType();
+    int64_t size =
+        element.isIndex() ? 8 : (element.getIntOrFloatBitWidth() + 7) / 8;
+    if (!whole || !k.iterations)
+      read = std::nullopt;
+    else
+      add(read, std::min(*whole, *k.iterations * loads * size));
+  }
+  k.bytesRead = read;
+  k.bytesWritten = written;
+  return k;
+}
+
+/// The kernels and intermediates of every Kina function of `module`, at the
+/// linalg level (each linalg op and memref.copy one kernel).
+std::vector<FunctionKernels> collectLinalgKernels(ModuleOp module,
+                                                  llvm::StringRef file,
+                                                  const ShapeBindings &shapes) {
+  std::vector<FunctionKernels> functions;
+  module.walk([&](func::FuncOp fn) {
+    if (!fn->hasAttr(kParamNamesAttr) || fn.isExternal())
+      return;
+    FunctionKernels f;
+    f.name = fn.getSymName().str();
+    SizeEvaluator sizes(fn, shapes);
+    fn.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+        f.kernels.push_back(linalgKernel(linalgOp, sizes, file));
+        return WalkResult::skip();
+      }
+      if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+        KernelInfo k;
+        k.op = "memref.copy";
+        k.sources = kernelSources(op, file);
+        k.iterations = sizes.elements(copy.getSource());
+        k.loops = cast<MemRefType>(copy.getSource().getType()).getRank();
+        k.flops = 0;
+        k.bytesRead = sizes.bytes(copy.getSource());
+        k.bytesWritten = sizes.bytes(copy.getTarget());
+        f.kernels.push_back(std::move(k));
+        return WalkResult::skip();
+      }
+      return WalkResult::advance();
+    });
+    // Intermediates: the buffers allocated here and not returned.
+    llvm::DenseSet<Value> returned;
+    fn.walk([&](func::ReturnOp ret) {
+      for (Value v : ret.getOperands())
+        returned.insert(v);
+    });
+    fn.walk([&](Operation *op) {
+      if (!isa<memref::AllocOp, memref::AllocaOp>(op) ||
+          returned.contains(op->getResult(0)))
+        return;
+      ++f.intermediateBuffers;
+      std::optional<int64_t> b = sizes.bytes(op->getResult(0));
+      f.intermediateBytes =
+          (f.intermediateBytes && b)
+              ? std::optional<int64_t>(*f.intermediateBytes + *b)
+              : std::nullopt;
+    });
+    functions.push_back(std::move(f));
+  });
+  return functions;
+}
+
+/// The anchor of a kernel for matching a launch to its linalg op: the first
+/// source point of the op's own location.
+std::optional<SourcePoint> anchorOf(Location loc, llvm::StringRef file) {
+  std::set<SourcePoint> points;
+  collectPoints(loc, file, points);
+  if (points.empty())
+    return std::nullopt;
+  return *points.begin();
+}
+
+} // namespace
+
+void KernelProbe::runBeforePass(Pass *pass, Operation *op) {
+  auto module = dyn_cast<ModuleOp>(op);
+  if (!module || pass->getArgument() != "kina-gpu-map-matmul")
+    return;
+  linalgLevel = collectLinalgKernels(module, file, shapes);
+  // The location of each op, which its launch must carry (runAfterPass).
+  anchors.clear();
+  module.walk([&](func::FuncOp fn) {
+    if (!fn->hasAttr(kParamNamesAttr) || fn.isExternal())
+      return;
+    std::vector<std::optional<SourcePoint>> list;
+    fn.walk<WalkOrder::PreOrder>([&](Operation *inner) {
+      if (isa<linalg::LinalgOp, memref::CopyOp>(inner)) {
+        list.push_back(anchorOf(inner->getLoc(), file));
+        return WalkResult::skip();
+      }
+      return WalkResult::advance();
+    });
+    anchors.push_back(std::move(list));
+  });
+}
+
+void KernelProbe::runAfterPass(Pass *pass, Operation *op) {
+  auto module = dyn_cast<ModuleOp>(op);
+  if (!module)
+    return;
+  if (pass->getArgument() == "kina-entry-points" && report.target != "cuda") {
+    report.functions = collectLinalgKernels(module, file, shapes);
+    report.complete = true;
+    return;
+  }
+  if (pass->getArgument() != "gpu-kernel-outlining")
+    return;
+  report.functions.clear();
+  size_t fnIndex = 0;
+  module.walk([&](func::FuncOp fn) {
+    if (!fn->hasAttr(kParamNamesAttr) || fn.isExternal())
+      return;
+    FunctionKernels f;
+    f.name = fn.getSymName().str();
+    std::vector<std::optional<SourcePoint>> launchAnchors;
+    fn.walk([&](gpu::LaunchFuncOp launch) {
+      KernelInfo k;
+      k.name = "@" + launch.getKernelModuleName().str() + "::@" +
+               launch.getKernelName().str();
+      k.op = "gpu.launch_func";
+      collectPoints(launch.getLoc(), file, k.sources);
+      if (auto kernel = SymbolTable::lookupNearestSymbolFrom<gpu::GPUFuncOp>(
+              launch, launch.getKernel())) {
+        std::set<SourcePoint> body = kernelSources(kernel, file);
+        k.sources.insert(body.begin(), body.end());
+      }
+      launchAnchors.push_back(anchorOf(launch.getLoc(), file));
+      f.kernels.push_back(std::move(k));
+    });
+    // The figures of the linalg op each launch comes from: the mappers
+    // replace each op by one launch in place, so the order is the same;
+    // the op's and the launch's locations must agree.
+    if (fnIndex < linalgLevel.size() && linalgLevel[fnIndex].name == f.name) {
+      const FunctionKernels &level = linalgLevel[fnIndex];
+      f.intermediateBuffers = level.intermediateBuffers;
+      f.intermediateBytes = level.intermediateBytes;
+      bool matched = level.kernels.size() == f.kernels.size() &&
+                     anchors[fnIndex] == launchAnchors;
+      if (matched)
+        for (size_t i = 0; i < f.kernels.size(); ++i) {
+          const KernelInfo &from = level.kernels[i];
+          KernelInfo &to = f.kernels[i];
+          to.op = from.op;
+          to.iterations = from.iterations;
+          to.flops = from.flops;
+          to.flopsPerPoint = from.flopsPerPoint;
+          to.loops = from.loops;
+          to.bytesRead = from.bytesRead;
+          to.bytesWritten = from.bytesWritten;
+        }
+    }
+    ++fnIndex;
+    report.functions.push_back(std::move(f));
+  });
+  report.complete = true;
+}
+
+} // namespace driver
+} // namespace kina
