@@ -12,7 +12,8 @@
 //   * kina_rt_gpu_enter / kina_rt_gpu_check_argument / kina_rt_gpu_exit,
 //     which a cuda object's status entry `kina_<fn>` calls around the
 //     compiled code (contract: the project's GPU_RT_API notes, documented in
-//     kina/runtime.h).
+//     kina/runtime.h), and kina_rt_gpu_enter_stream, the frame of a
+//     TensorDesc entry `kinatd_<fn>`: the caller's device and stream.
 // Binaries are registered by mgpuModuleLoad (from a global constructor, so
 // it touches neither the driver nor any other static object) and loaded
 // lazily, once per process and device, under the binary's lock. Each thread
@@ -102,6 +103,11 @@ struct ThreadGpu {
   int32_t defaultDevice = -1; ///< mgpuSetDefaultDevice's, -1 if none.
   int32_t pendingStatus = KINA_STATUS_SUCCESS;
   std::string pendingMessage;
+  /// Set by kina_rt_gpu_enter_stream for its frame: the caller's stream
+  /// (null: the default stream) replaces the thread's own on the call's
+  /// device, for launches, copies and the synchronisation at the exit.
+  bool useCallerStream = false;
+  CUstream callerStream = nullptr;
   const DriverApi *api = nullptr;  ///< Set once the thread made a stream.
   std::vector<CUstream> streams;   ///< By device ordinal.
   std::vector<CUcontext> contexts; ///< Primary contexts, by ordinal.
@@ -245,6 +251,8 @@ public:
   /// Null (and a pending error) if it cannot be created.
   CUstream threadStream() {
     ThreadGpu &thread = threadGpu();
+    if (thread.callDepth > 0 && thread.useCallerStream)
+      return thread.callerStream; // kina_rt_gpu_enter_stream's frame.
     if (static_cast<size_t>(device) < thread.streams.size() &&
         thread.streams[device])
       return thread.streams[device];
@@ -398,6 +406,8 @@ bool isThreadStream(CUstream stream) {
 /// current kina_<fn> call (false outside a call).
 bool isCallStream(CUstream stream) noexcept {
   ThreadGpu &thread = threadGpu();
+  if (thread.callDepth > 0 && thread.useCallerStream)
+    return stream == thread.callerStream; // May be null: the default stream.
   return stream && thread.callDepth > 0 && thread.callDevice >= 0 &&
          static_cast<size_t>(thread.callDevice) < thread.streams.size() &&
          thread.streams[thread.callDevice] == stream;
@@ -409,7 +419,11 @@ int32_t onThreadStream(const char *where, StreamBody body,
                        void *state) noexcept {
   return onDevice(where, [&](Active &active) {
     CUstream stream = active.threadStream();
-    if (!stream)
+    // The caller's stream of kina_rt_gpu_enter_stream may be null (the
+    // default stream); the thread's own never is.
+    ThreadGpu &thread = threadGpu();
+    bool callerStream = thread.callDepth > 0 && thread.useCallerStream;
+    if (!stream && !callerStream)
       return KINA_STATUS_GPU_ERROR;
     return body(state, active.api(), stream, active.device);
   });
@@ -622,7 +636,11 @@ void *mgpuStreamCreate(void) {
   CUstream stream = nullptr;
   kina::rt::gpu::onDevice("mgpuStreamCreate", [&](Active &active) {
     stream = active.threadStream();
-    return stream ? KINA_STATUS_SUCCESS : KINA_STATUS_GPU_ERROR;
+    // The caller's stream of kina_rt_gpu_enter_stream may be null (the
+    // default stream); the thread's own never is.
+    bool callerStream = kina::rt::gpu::threadGpu().useCallerStream &&
+                        kina::rt::gpu::threadGpu().callDepth > 0;
+    return stream || callerStream ? KINA_STATUS_SUCCESS : KINA_STATUS_GPU_ERROR;
   });
   return stream;
 }
@@ -634,6 +652,9 @@ void mgpuStreamDestroy(void *stream) {
   auto *handle = static_cast<CUstream>(stream);
   if (kina::rt::gpu::isThreadStream(handle))
     return; // A thread's stream: kept for reuse.
+  kina::rt::gpu::ThreadGpu &thread = kina::rt::gpu::threadGpu();
+  if (thread.useCallerStream && handle == thread.callerStream)
+    return; // The caller's: never ours to destroy.
   kina::rt::gpu::onDevice(where, [&](Active &active) {
     return kina::rt::gpu::checked(active, active.api().cuStreamDestroy(handle),
                                   "cuStreamDestroy failed");
@@ -837,15 +858,45 @@ int32_t kina_rt_gpu_enter(void) {
 
 void kina_rt_gpu_synchronize(void) {
   kina::rt::gpu::ThreadGpu &thread = kina::rt::gpu::threadGpu();
-  if (thread.callDepth <= 0 || thread.callDevice < 0 ||
-      static_cast<size_t>(thread.callDevice) >= thread.streams.size() ||
-      !thread.streams[thread.callDevice])
-    return; // Outside a call, or nothing launched yet.
-  CUstream stream = thread.streams[thread.callDevice];
+  CUstream stream = nullptr;
+  if (thread.callDepth > 0 && thread.useCallerStream) {
+    stream = thread.callerStream; // kina_rt_gpu_enter_stream's frame.
+  } else {
+    if (thread.callDepth <= 0 || thread.callDevice < 0 ||
+        static_cast<size_t>(thread.callDevice) >= thread.streams.size() ||
+        !thread.streams[thread.callDevice])
+      return; // Outside a call, or nothing launched yet.
+    stream = thread.streams[thread.callDevice];
+  }
   kina::rt::gpu::onDevice("kina_rt_gpu_synchronize", [&](Active &active) {
     return kina::rt::gpu::checked(
         active, active.api().cuStreamSynchronize(stream),
         "cuStreamSynchronize failed (a kernel of the call failed)");
+  });
+}
+
+int32_t kina_rt_gpu_enter_stream(int32_t device, uint64_t stream) {
+  const char *where = "kina_rt_gpu_enter_stream";
+  return kina::rt::guardStatus(where, [&] {
+    kina::rt::gpu::ThreadGpu &thread = kina::rt::gpu::threadGpu();
+    if (thread.callDepth > 0)
+      return kina::rt::failIn(KINA_STATUS_INTERNAL_ERROR, where,
+                              "called inside another GPU call frame");
+    if (device < 0)
+      return kina::rt::fail(KINA_STATUS_VALIDATION_ERROR,
+                            std::string(where) + ": device ordinal " +
+                                std::to_string(device) + " is negative");
+    // kina_rt_gpu_enter selects the call device when one is set.
+    kina::rt::gpu::setCallDevice(device);
+    int32_t status = kina_rt_gpu_enter();
+    if (status != KINA_STATUS_SUCCESS) {
+      kina::rt::gpu::setCallDevice(-1);
+      return status;
+    }
+    thread.useCallerStream = true;
+    thread.callerStream =
+        reinterpret_cast<CUstream>(static_cast<uintptr_t>(stream));
+    return KINA_STATUS_SUCCESS;
   });
 }
 
@@ -930,8 +981,16 @@ int32_t kina_rt_gpu_exit(void) {
     if (kina::rt::cuda::loadDriver(where, driver) == KINA_STATUS_SUCCESS) {
       const kina::rt::cuda::DriverApi &api = driver->api;
       int32_t device = thread.callDevice;
-      if (static_cast<size_t>(device) < thread.streams.size() &&
-          thread.streams[device]) {
+      if (thread.useCallerStream) {
+        // kina_rt_gpu_enter_stream's frame: the caller's stream only.
+        CUresult result = api.cuStreamSynchronize(thread.callerStream);
+        if (result != CUDA_SUCCESS)
+          kina::rt::gpu::pendCuda(api, result, where,
+                                  "cuStreamSynchronize of the caller's "
+                                  "stream failed (a kernel of the call "
+                                  "failed)");
+      } else if (static_cast<size_t>(device) < thread.streams.size() &&
+                 thread.streams[device]) {
         CUresult result = api.cuStreamSynchronize(thread.streams[device]);
         if (result != CUDA_SUCCESS)
           kina::rt::gpu::pendCuda(api, result, where,
@@ -952,6 +1011,8 @@ int32_t kina_rt_gpu_exit(void) {
         thread.switchedContext = false;
         thread.callerContext = nullptr;
         thread.callDevice = -1;
+        thread.useCallerStream = false;
+        thread.callerStream = nullptr;
         kina::rt::gpu::setCallDevice(-1);
       }
     } else {

@@ -24,6 +24,11 @@
 #                                         --export-cases)
 #   gpu/digits/                           the digits sample compiled for cuda
 #                                         (digits, data/)
+#   gpu/python/                           the kina package's GPU tests:
+#                                         tests/python/ops.kir compiled for
+#                                         cuda (ops_cuda.so), python/kina,
+#                                         test_cuda.py, test_compile.py,
+#                                         cffi wheels (wheels/)
 #   gpu/difftest/                         the random programs of the
 #                                         differential tests for seeds A:B
 #                                         (--difftest-seeds, default 0:256)
@@ -62,6 +67,33 @@ say() { echo "gpu-artefacts: $*"; }
 die() {
   echo "gpu-artefacts: error: $1" >&2
   exit "${2:-1}"
+}
+
+# The kina package's GPU tests (tests/python/test_cuda.py, test_compile.py)
+# in DIR: ops.kir compiled with --target=cuda (ops_cuda.so), the package
+# python/kina, the two test files (run as scripts: the GPU machine may lack
+# pytest), and cffi wheels for CPython 3.10 to 3.13 (wheels/, from
+# $KINA_CFFI_WHEELS or `pip download`), which gpu-check.sh unpacks where
+# the GPU machine's Python lacks cffi.
+python_artefacts() { # python_artefacts DIR
+  local dir="$1" v
+  rm -rf "$dir"
+  mkdir -p "$dir/wheels"
+  "$kinac" "$root/tests/python/ops.kir" --target=cuda --emit=shared \
+    -o "$dir/ops_cuda.so" || return 1
+  cp -r "$root/python/kina" "$dir/"
+  rm -rf "$dir/kina/__pycache__"
+  cp "$root/tests/python/test_cuda.py" "$root/tests/python/test_compile.py" "$dir/"
+  if [[ -n "${KINA_CFFI_WHEELS:-}" ]]; then
+    cp "$KINA_CFFI_WHEELS"/*.whl "$dir/wheels/"
+  else
+    for v in 3.10 3.11 3.12 3.13; do
+      "$py" -m pip download --quiet --no-cache-dir --only-binary=:all: \
+        --python-version "$v" --platform manylinux2014_x86_64 \
+        --platform manylinux_2_17_x86_64 -d "$dir/wheels" cffi ||
+        say "pip download of cffi for Python $v failed: the GPU machine's Python needs cffi"
+    done
+  fi
 }
 
 say "building the runtime's test programs in $build"
@@ -138,6 +170,9 @@ say "compiling bench/gpu's programs for --target=cuda"
 "$root/bench/gpu/build.sh" --kinac "$kinac" "$out/gpu/bench" >/dev/null ||
   die "bench/gpu/build.sh failed"
 cp "$root/bench/gpu/bench.py" "$out/gpu/tools/"
+
+say "compiling the Python package's test library for --target=cuda"
+python_artefacts "$out/gpu/python" || die "the Python package's artefacts failed"
 
 # Strip the libraries' symbol tables (the dynamic symbols stay): each
 # carries a copy of the runtime.

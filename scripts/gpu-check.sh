@@ -42,6 +42,13 @@
 #  10. bench/gpu's programs (gpu/bench, built by bench/gpu/build.sh) run
 #      with `bench.py --check-only`: each kinac result against PyTorch's
 #      float64 reference (SKIP without a CUDA PyTorch).
+#  11. The kina package on PyTorch CUDA tensors (gpu/python: test_cuda.py,
+#      test_compile.py on ops_cuda.so): the caller's stream and device,
+#      views, results against eager, 10^4 calls without a leak, no device
+#      synchronisation, torch.compile with the custom op. Needs python3 with
+#      PyTorch (CUDA) and NumPy (SKIP without them); cffi comes from
+#      gpu/python/wheels when the Python lacks it. --python-only runs this
+#      step alone (DIR then needs only gpu/python).
 # Steps 4-10 need the artefacts of scripts/gpu-artefacts.sh: missing ones are
 # FAIL (they are the point of this script on a GPU machine). Then prints a
 # summary. Exit status: 0 when every step passed (or the machine has no GPU:
@@ -53,11 +60,13 @@ set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 difftest_seeds=""
 difftest_only=0
+python_only=0
 while [[ "${1:-}" == --* ]]; do
   case "$1" in
     --difftest-seeds) difftest_seeds="${2:?--difftest-seeds needs A:B}"; shift 2 ;;
     --difftest-seeds=*) difftest_seeds="${1#--difftest-seeds=}"; shift ;;
     --difftest-only) difftest_only=1; shift ;;
+    --python-only) python_only=1; shift ;;
     *) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -71,7 +80,7 @@ entry_stress="$build/bin/entry_stress"
 cpu_app="$build/tests/runtime/linking/cpu_app"
 missing=()
 for f in "$runtime_tests" "$entry_stress" "$cpu_app"; do
-  ((difftest_only)) || [[ -x "$f" ]] || missing+=("$f")
+  ((difftest_only || python_only)) || [[ -x "$f" ]] || missing+=("$f")
 done
 if ((${#missing[@]})); then
   echo "gpu-check: missing in $build: ${missing[*]}" >&2
@@ -174,8 +183,46 @@ summary() { # prints the summary; exits 1 if any step failed, else 0
   exit 0
 }
 
+python_step() { # 11. the kina package on PyTorch CUDA tensors
+  local name="kina package on CUDA tensors" log="$log_dir/python.log"
+  local dir="$gpu/python" site="$log_dir/python-site"
+  if [[ ! -f "$dir/ops_cuda.so" ]]; then
+    record "$name" FAIL "missing $dir/ops_cuda.so (scripts/gpu-artefacts.sh)"
+    return
+  fi
+  if ! python3 -c 'import numpy, torch; assert torch.cuda.is_available()' >/dev/null 2>&1; then
+    record "$name" SKIP "no python3 with NumPy and a CUDA PyTorch here"
+    return
+  fi
+  mkdir -p "$site"
+  if ! python3 -c 'import cffi' >/dev/null 2>&1; then
+    # Unpack this Python's cffi wheel and a pycparser (wheels are zips).
+    python3 - "$dir/wheels" "$site" <<'PY'
+import glob, os, sys, zipfile
+wheels, site = sys.argv[1], sys.argv[2]
+tag = "cp%d%d" % sys.version_info[:2]
+picked = [w for w in glob.glob(os.path.join(wheels, "cffi-*.whl")) if f"-{tag}-" in w]
+picked += sorted(glob.glob(os.path.join(wheels, "pycparser-*.whl")))[-1:]
+for w in picked:
+    zipfile.ZipFile(w).extractall(site)
+print("gpu-check: unpacked", ", ".join(map(os.path.basename, picked)) or "nothing")
+PY
+  fi
+  if run_step "$name" "$log" env PYTHONPATH="$dir:$site" \
+    KINA_TEST_CUDA_LIBRARY="$dir/ops_cuda.so" \
+    sh -c 'python3 "$0/test_cuda.py" && python3 "$0/test_compile.py"' "$dir"; then
+    record "$name" PASS "$(grep -c '^PASS' "$log") passed, $(grep -c '^SKIP' "$log") skipped: $(grep '^SKIP' "$log" | cut -c1-120 | tr '\n' ' ')"
+  else
+    record "$name" FAIL "$(grep -m4 '^FAIL' "$log" | cut -c1-300 | tr '\n' ' ')"
+  fi
+}
+
 if ((difftest_only)); then
   difftest_step
+  summary
+fi
+if ((python_only)); then
+  python_step
   summary
 fi
 
@@ -318,6 +365,7 @@ bench_step() {
 bench_step
 
 difftest_step
+python_step
 
 # --- Summary ----------------------------------------------------------------
 summary

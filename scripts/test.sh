@@ -25,6 +25,10 @@ if [ "${1:-}" = "--sanitize" ]; then
   export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 fi
 "$root/scripts/install-deps.sh"
+# PyTorch >= 2 (KINA_WITH_TORCH2=1 scripts/install-deps.sh) runs the
+# torch.compile test (ctest python.torch_compile).
+torch2="${KINA_TORCH2_VENV:-$HOME/.cache/kina/torch2}/bin/python"
+if [ -x "$torch2" ]; then configure+=(-DKINA_TORCH2_PYTHON="$torch2"); fi
 # Everything: the tests need the sanitizer and fuzz builds too.
 KINA_BUILD_DIR="$build" KINA_BUILD_TARGETS= "$root/scripts/build.sh" "${configure[@]}"
 cd "$build"

@@ -3,7 +3,7 @@
 
 The suite labels are the ones the README documents for `ctest -L`: unit,
 runtime, filecheck, e2e, conformance, diagnostics, integration, fuzz, gpu,
-docs (a test may carry more, e.g. sanitizer or stress, but at least one of
+docs, python (a test may carry more, e.g. sanitizer or stress, but at least one of
 these). Lists the tests with `ctest --show-only=json-v1` in the build
 directory (GoogleTest cases discovered at test time included) and exits 1
 naming each test without a suite label; prints `N passed, N failed`.
@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 SUITES = {"unit", "runtime", "filecheck", "e2e", "conformance",
-          "diagnostics", "integration", "fuzz", "gpu", "docs"}
+          "diagnostics", "integration", "fuzz", "gpu", "docs", "python"}
 
 
 def main() -> int:

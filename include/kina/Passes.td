@@ -114,6 +114,33 @@ def EntryPointsPass : Pass<"kina-entry-points", "mlir::ModuleOp"> {
                            "mlir::func::FuncDialect"];
 }
 
+def TensorDescEntryPointsPass
+    : Pass<"kina-tensor-desc-entry-points", "mlir::ModuleOp"> {
+  let summary = "Add the TensorDesc entry kinatd_<fn> of each exported function";
+  let description = [{
+    For each exported function `@f` (public, with a body, carrying a Kina
+    signature) whose status entry `@kina_f` exists, adds `func.func
+    @kinatd_f(!llvm.ptr..., i32, i64) -> i32`: the destination-passing
+    entry over KinaTensorDesc descriptors (kina/abi.h), which calls the
+    runtime's kina_rt_td_prepare, `@kina_f` and kina_rt_td_finish (with
+    `gpu`: kina_rt_td_gpu_prepare and kina_rt_td_gpu_finish, which also
+    take the device and stream arguments). Runs
+    after kina-entry-points. Fails when `@kina_f` is missing, `@kinatd_f`
+    already exists or an element type has no dtype code.
+  }];
+  let options = [
+    Option<"supported", "supported", "bool", "true",
+           "false: every entry returns -4 (not implemented for the target)">,
+    Option<"gpu", "gpu", "bool", "false",
+           "true: the cuda target's frame (kina_rt_td_gpu_prepare/finish "
+           "with the caller's device and stream)">,
+  ];
+  let dependentDialects = ["mlir::cf::ControlFlowDialect",
+                           "mlir::LLVM::LLVMDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::func::FuncDialect"];
+}
+
 def MatmulKernelPass : Pass<"kina-matmul-kernel", "mlir::ModuleOp"> {
   let summary = "Rewrite linalg.matmul on memrefs into a register-tiled, "
                 "vectorised kernel";

@@ -15,6 +15,7 @@
 #ifndef KINA_ABI_H_
 #define KINA_ABI_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -197,6 +198,101 @@ int32_t _mlir_ciface_runtime_gpu_alloc_unranked(KinaUnrankedMemRef *out,
  *  0, 1 (invalid descriptor or size overflow) or 2 (memory refused). */
 int32_t _mlir_ciface_runtime_host_alloc_unranked(KinaUnrankedMemRef *out,
                                                  int32_t element_size);
+
+/*===- The TensorDesc entry points (docs/python.md) -----------------------===*
+ *
+ * Besides `kina_<fn>`, every exported function `@fn` has a destination-
+ * passing entry (src/passes/TensorDescEntryPoints.cpp)
+ *
+ *   int32_t kinatd_<fn>(const KinaTensorDesc *out0, ...,
+ *                       const KinaTensorDesc *in0, ...,
+ *                       int32_t device_id, uint64_t raw_stream);
+ *
+ * after the host-boundary pattern of the seed ffi-bridge.txt: the caller
+ * owns every buffer, results are written into the caller's `out` tensors.
+ * The prefix is `kinatd_`, not `kina_td_`: every status entry is
+ * `kina_<prefix><fn>`, so a Kina function named `td_f` would own
+ * `kina_td_f`; no `kina_` symbol can start with `kinatd_`.
+ * Inputs and outputs are any strided views (strides in elements, 0 and
+ * negative allowed for inputs); an output may alias an input (results are
+ * computed into runtime buffers, then copied out). Returns 0 or one of the
+ * KINA_TD_* codes below; kina_last_error() says why.
+ * The cpu target ignores `device_id` and `raw_stream`. The cuda target's
+ * entries run on CUDA device max(device_id, 0) and on the caller's stream
+ * `raw_stream` (a CUstream/cudaStream_t; 0 the default stream), take
+ * row-major contiguous tensors in memory that device can read (cudaMalloc,
+ * PyTorch's caching allocator, managed memory), synchronise that stream
+ * before returning (the outputs are ready, as the seed's sync_on) and never
+ * the whole device.
+ *===----------------------------------------------------------------------===*/
+
+/** Largest rank a KinaTensorDesc carries (the seed's shape[4]). */
+#define KINA_TD_MAX_RANK 4
+
+/** One tensor crossing the TensorDesc boundary, layout-compatible with the
+ *  seed's `#[repr(C)] TensorDesc` (offsets checked below). Borrowed: the
+ *  entry never frees or keeps `ptr`. */
+typedef struct KinaTensorDesc {
+  uint64_t ptr;                       /* address of element [0,0,..] */
+  int32_t ndim;                       /* 0..KINA_TD_MAX_RANK */
+  int64_t shape[KINA_TD_MAX_RANK];    /* elements along each dim, first ndim */
+  int64_t strides[KINA_TD_MAX_RANK];  /* in ELEMENTS, not bytes; any sign */
+  int32_t dtype;                      /* a KINA_TD_DTYPE_* code */
+} KinaTensorDesc;
+
+/* The seed's dtype codes (0..3), then kinac's extensions (4..7). */
+#define KINA_TD_DTYPE_F32 0
+#define KINA_TD_DTYPE_F16 1
+#define KINA_TD_DTYPE_BF16 2
+#define KINA_TD_DTYPE_I32 3
+#define KINA_TD_DTYPE_I64 4
+#define KINA_TD_DTYPE_F64 5
+#define KINA_TD_DTYPE_I8 6
+#define KINA_TD_DTYPE_I1 7 /* one byte per element, 0 or 1 */
+
+/* Return codes of kinatd_<fn>: the seed's 0, -2..-5, then kinac's. */
+#define KINA_TD_OK 0
+/** The seed's -2: a dtype code that is unknown or not the parameter's. */
+#define KINA_TD_UNSUPPORTED_DTYPE (-2)
+/** The seed's -3: the compiled function failed while running (status 3..6
+ *  of kina_<fn>: GPU, unimplemented, internal, type errors). */
+#define KINA_TD_LAUNCH_ERROR (-3)
+/** The seed's -4: device/stream setup failed (no CUDA driver or device,
+ *  an invalid stream), or a tensor of a --target=cuda entry that the GPU of
+ *  the call's device cannot read (host memory, another device's). */
+#define KINA_TD_DEVICE_ERROR (-4)
+/** The seed's -5: a null KinaTensorDesc pointer, or a null `ptr` in a
+ *  tensor with elements. */
+#define KINA_TD_NULL_DESCRIPTOR (-5)
+/** A shape that does not match the signature: ndim, a static dim, a
+ *  symbolic dim differing between tensors, an output's shape that is not
+ *  the result's, a run-time shape check of the function (status 1), or an
+ *  ndim outside 0..KINA_TD_MAX_RANK. */
+#define KINA_TD_SHAPE_MISMATCH (-6)
+/** The runtime could not allocate a buffer (status 2). */
+#define KINA_TD_ALLOCATION_FAILED (-7)
+/** An output whose elements overlap each other (a stride 0 on a dim of
+ *  size > 1) or whose memory overlaps another output's: refused before
+ *  anything is computed. */
+#define KINA_TD_OVERLAPPING_OUTPUT (-8)
+/** A tensor that is not row-major contiguous passed to an entry of a
+ *  --target=cuda library, which takes contiguous device tensors only (the
+ *  kina package makes views contiguous on the caller's stream first). */
+#define KINA_TD_UNSUPPORTED_LAYOUT (-9)
+
+#if defined(__cplusplus)
+#define KINA_TD_ASSERT(c, m) static_assert(c, m)
+#else
+#define KINA_TD_ASSERT(c, m) _Static_assert(c, m)
+#endif
+KINA_TD_ASSERT(offsetof(KinaTensorDesc, ptr) == 0, "TensorDesc.ptr");
+KINA_TD_ASSERT(offsetof(KinaTensorDesc, ndim) == 8, "TensorDesc.ndim");
+KINA_TD_ASSERT(offsetof(KinaTensorDesc, shape) == 16, "TensorDesc.shape");
+KINA_TD_ASSERT(offsetof(KinaTensorDesc, strides) == 48, "TensorDesc.strides");
+KINA_TD_ASSERT(offsetof(KinaTensorDesc, dtype) == 80, "TensorDesc.dtype");
+KINA_TD_ASSERT(sizeof(KinaTensorDesc) == 88, "TensorDesc size");
+#undef KINA_TD_ASSERT
+
 
 #ifdef __cplusplus
 } /* extern "C" */

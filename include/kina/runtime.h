@@ -118,6 +118,64 @@ int32_t kina_rt_shape_error(const char *message_template, int64_t first,
 int32_t kina_rt_check_version(const char *entry, int32_t abi_version,
                               const char *compiler);
 
+/*===--- The frame of the TensorDesc entries kinatd_<fn> ----------------===*/
+
+/* A `kinatd_<fn>` entry (kina/abi.h; src/passes/TensorDescEntryPoints.cpp)
+ * calls kina_rt_td_prepare, then (when it returned 0) `kina_<fn>` on the
+ * memref descriptors in `scratch`, then kina_rt_td_finish with its status.
+ * `table` is [numResults, numArgs, (dtype code, rank) per result, then per
+ * argument]; `scratch` holds numResults + numArgs slots of
+ * sizeof(KinaMemRef4) bytes, results first, each a KinaMemRef<rank>. */
+
+/** Clears the last error, checks every descriptor (null: -5, dtype: -2,
+ *  ndim/shape: -6, overlapping outputs: -8), zeroes the result slots and
+ *  fills each argument slot: the caller's memory when row-major contiguous,
+ *  else a contiguous host copy of the strided view (allocation failure:
+ *  -7). Returns 0 or a KINA_TD_* code; on failure nothing stays allocated.
+ *  `entry` names the entry in messages. */
+int32_t kina_rt_td_prepare(const char *entry, const int32_t *table,
+                           const KinaTensorDesc *const *outs,
+                           const KinaTensorDesc *const *ins, void *scratch);
+
+/** Maps a non-zero `status` of `kina_<fn>` to -6 (1), -7 (2) or -3
+ *  (others), keeping its message; otherwise checks each result's sizes
+ *  against the output descriptor (-6) and copies the result into it (any
+ *  strides). Then frees every result buffer (once; not one that is an
+ *  argument's) and the argument copies. Returns 0 or a KINA_TD_* code. */
+int32_t kina_rt_td_finish(const char *entry, const int32_t *table,
+                          const KinaTensorDesc *const *outs,
+                          const KinaTensorDesc *const *ins, void *scratch,
+                          int32_t status);
+
+/** The cuda target's kina_rt_td_prepare: the same checks, then every
+ *  tensor must be row-major contiguous (-9, KINA_TD_UNSUPPORTED_LAYOUT:
+ *  the kina package copies other views on the caller's stream first); each
+ *  argument slot is the caller's memory. Then opens the call's GPU frame
+ *  with kina_rt_gpu_enter_stream(max(device_id, 0), raw_stream) (-4 when
+ *  it fails) and checks with kina_rt_gpu_check_argument that the GPU of
+ *  that device can read every tensor (-4: host memory, another device's).
+ *  Returns 0 with the frame open, or a KINA_TD_* code with it closed. */
+int32_t kina_rt_td_gpu_prepare(const char *entry, const int32_t *table,
+                               const KinaTensorDesc *const *outs,
+                               const KinaTensorDesc *const *ins, void *scratch,
+                               int32_t device_id, uint64_t raw_stream);
+
+/** The cuda target's kina_rt_td_finish, after `kina_<fn>` ran inside the
+ *  frame kina_rt_td_gpu_prepare opened: maps a non-zero `status` as
+ *  kina_rt_td_finish does; otherwise checks each result's sizes against its
+ *  output descriptor (-6) and copies the result into it with cuMemcpyAsync
+ *  on `raw_stream`. Then closes the frame (kina_rt_gpu_exit: the stream is
+ *  synchronised, so the outputs are ready on return, as the seed's
+ *  `sync_on(&stream)`; no device-wide synchronisation; its failure: -3) and
+ *  frees every result buffer (once; not one that is an argument's).
+ *  `device_id` and `raw_stream` are prepare's. Returns 0 or a KINA_TD_*
+ *  code. */
+int32_t kina_rt_td_gpu_finish(const char *entry, const int32_t *table,
+                              const KinaTensorDesc *const *outs,
+                              const KinaTensorDesc *const *ins, void *scratch,
+                              int32_t status, int32_t device_id,
+                              uint64_t raw_stream);
+
 /*===--- The GPU call frame of --target=cuda entry points
  * ----------------===*/
 
@@ -144,6 +202,19 @@ int32_t kina_rt_check_version(const char *entry, int32_t abi_version,
  *  called. Calls nest (an inner call keeps the outer device).
  *  Thread-safe. */
 int32_t kina_rt_gpu_enter(void);
+
+/** kina_rt_gpu_enter for a TensorDesc entry `kinatd_<fn>` of a cuda
+ *  object (kina_rt_td_gpu_prepare): the call runs on CUDA device `device`
+ *  (>= 0; not the runtime's selected device) and every kernel launch, copy
+ *  and the synchronisation of the matching kina_rt_gpu_exit use the
+ *  caller's `stream` (a CUstream; 0 is the default stream) instead of the
+ *  thread's own; the runtime never destroys it. A `kina_<fn>` called inside
+ *  the frame nests (its kina_rt_gpu_enter keeps device and stream).
+ *  Returns 0; 1 for a negative `device`; 5 (Internal Error) inside another
+ *  frame; else kina_rt_gpu_enter's statuses (3: no driver, no such
+ *  device). After a non-zero status kina_rt_gpu_exit must not be called.
+ *  Thread-safe. */
+int32_t kina_rt_gpu_enter_stream(int32_t device, uint64_t stream);
 
 /** Checks that the GPU can read an argument of a cuda entry: `allocated`
  *  (the descriptor's allocated pointer) must be CUDA managed memory

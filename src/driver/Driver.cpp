@@ -92,9 +92,9 @@ Expected<InputPlan> planInputs(const DriverOptions &opts) {
   if (plan.link && opts.emit != "obj")
     return error("--emit=" + opts.emit +
                  " cannot be combined with C sources or objects to link");
-  if (!plan.link && plan.kirInputs.size() > 1)
+  if (!plan.link && plan.kirInputs.size() > 1 && opts.emit != "shared")
     return error("one .kir input at a time (or add C sources to link an "
-                 "executable)");
+                 "executable, or --emit=shared for one library)");
   plan.output = opts.output;
   if (plan.output.empty())
     plan.output = plan.link ? "a.out"
@@ -128,13 +128,18 @@ std::string defaultOutput(EmitStage stage, const std::string &input) {
 /// `kinac m.kir [--emit=STAGE] [-o OUT]`: compiles the module and writes
 /// the stage's output (nothing under --verify-diagnostics, whose result is
 /// the exit code).
-int runCompile(const DriverOptions &opts, const std::string &input,
+int runCompile(const DriverOptions &opts,
+               const std::vector<std::string> &inputs,
                const std::string &output, const char *argv0, StageTimer &timer,
                TempFiles &temps, const ToolRunner &tools) {
+  const std::string &input = inputs.front();
   EmitStage stage = *parseStage(opts.emit);
   Compilation compilation(opts, timer, temps, tools);
   compilation.runtimeLib = findRuntimeLib(opts, argv0);
-  std::optional<std::string> result = compilation.run(input, stage);
+  std::optional<std::string> result =
+      stage == EmitStage::Shared && inputs.size() > 1
+          ? compilation.buildSharedLibrary(inputs)
+          : compilation.run(input, stage);
   if (opts.verifyDiagnostics)
     return compilation.diagnosticsVerified ? ExitSuccess : ExitFailure;
   if (!result)
@@ -200,8 +205,8 @@ int runDriver(int argc, char **argv) {
   ToolRunner tools(opts.verbose);
   // Linking: -o or a.out (linkExecutable); compiling: the plan's output.
   int rc = plan->link ? linkExecutable(opts, argv[0], timer, temps, tools)
-                      : runCompile(opts, plan->kirInputs.front(), plan->output,
-                                   argv[0], timer, temps, tools);
+                      : runCompile(opts, plan->kirInputs, plan->output, argv[0],
+                                   timer, temps, tools);
   timer.print();
   if (rc != ExitSuccess && internalErrorReported())
     rc = kExitInternalError;

@@ -313,6 +313,11 @@ public:
   /// Compiles `input` to `stage`. On failure, diagnostics were printed.
   std::optional<std::string> run(const std::string &input, EmitStage stage);
 
+  /// `--emit=shared` of several modules: one library, one merged manifest
+  /// (Shared.cpp). On failure, diagnostics were printed.
+  std::optional<std::string>
+  buildSharedLibrary(const std::vector<std::string> &inputs);
+
   /// The runtime archive linked into shared libraries (EmitStage::Shared).
   std::string runtimeLib;
 
@@ -338,6 +343,9 @@ private:
   std::optional<std::string> runTools(const std::string &llvmDialectText,
                                       EmitStage stage);
   std::optional<std::string> buildShared(const std::string &input);
+  std::optional<std::string>
+  mergeManifests(const std::vector<std::string> &inputs,
+                 const std::vector<std::string> &manifests);
   /// cuda --stats: the PTX of each kernel module (gpu.module name, text) of
   /// `module` (gpu.binary ops of format isa) and ptxas -v's figures.
   bool addResourceUsage(mlir::ModuleOp module);

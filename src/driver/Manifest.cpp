@@ -57,7 +57,8 @@ std::string emitManifest(const Module &module, const std::string &prefix,
     Json f = Json::object();
     f["name"] = fn.name;
     f["symbols"] = {{"entry", "kina_" + exported},
-                    {"c_interface", "_mlir_ciface_" + exported}};
+                    {"c_interface", "_mlir_ciface_" + exported},
+                    {"tensor_desc", "kinatd_" + exported}};
     Json args = Json::array();
     for (const Param &p : fn.params)
       args.push_back(tensorJson(p.name, p.type));

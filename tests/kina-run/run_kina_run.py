@@ -322,7 +322,8 @@ def main():
         assert list(fns) == ["forward", "stats", "pair"]
         fwd = fns["forward"]
         assert fwd["symbols"] == {"entry": "kina_forward",
-                                  "c_interface": "_mlir_ciface_forward"}
+                                  "c_interface": "_mlir_ciface_forward",
+                                  "tensor_desc": "kinatd_forward"}
         assert fwd["arguments"] == [
             {"name": "x", "element_type": "f32", "rank": 2, "dims": ["N", 4]},
             {"name": "w", "element_type": "f32", "rank": 2, "dims": [4, 3]},

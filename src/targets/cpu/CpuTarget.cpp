@@ -106,6 +106,7 @@ void CpuTarget::buildPipeline(OpPassManager &pm,
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   pm.addPass(createBufferOwnershipPass());
   pm.addPass(createEntryPointsPass(options.stamp));
+  pm.addPass(createTensorDescEntryPointsPass());
 
   if (optimize)
     pm.addPass(createMatmulKernelPass());

@@ -197,6 +197,11 @@ void CudaTarget::buildStage(OpPassManager &pm, const TargetOptions &options,
     pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
     pm.addPass(createBufferOwnershipPass());
     pm.addPass(createEntryPointsPass(options.stamp, /*gpu=*/true));
+    // The TensorDesc entries kinatd_<f>, on the caller's device and stream
+    // (kina_rt_td_gpu_prepare/_finish; kina/abi.h).
+    TensorDescEntryPointsPassOptions tensorDesc;
+    tensorDesc.gpu = true;
+    pm.addPass(createTensorDescEntryPointsPass(tensorDesc));
     pm.addPass(createLinalgGeneralizeNamedOpsPass());
     cuda::GpuMapMatmulPassOptions matmul;
     matmul.allowTf32 = options.allowTf32;

@@ -46,6 +46,24 @@ int main(void) {
   CHECK(runtime_free(host.allocated) == 0);
   CHECK(runtime_free(host.allocated) == 1);
 
+  /* The TensorDesc frame: a null output, then a failed call's status. */
+  {
+    static const int32_t table[] = {1, 1, KINA_TD_DTYPE_F32, 1,
+                                    KINA_TD_DTYPE_F32, 1};
+    float data[2] = {1, 2};
+    KinaTensorDesc in = {(uint64_t)(uintptr_t)data, 1, {2, 0, 0, 0},
+                         {1, 0, 0, 0}, KINA_TD_DTYPE_F32};
+    const KinaTensorDesc *outs[1] = {NULL};
+    const KinaTensorDesc *ins[1] = {&in};
+    KinaMemRef4 scratch[2];
+    CHECK(kina_rt_td_prepare("kinatd_f", table, outs, ins, scratch) ==
+          KINA_TD_NULL_DESCRIPTOR);
+    outs[0] = &in;
+    CHECK(kina_rt_td_prepare("kinatd_f", table, outs, ins, scratch) == 0);
+    CHECK(kina_rt_td_finish("kinatd_f", table, outs, ins, scratch, 2) ==
+          KINA_TD_ALLOCATION_FAILED);
+  }
+
   /* The GPU path without a driver: status 3, the reason in the message. */
   int32_t device = -1;
   CHECK(runtime_gpu_get_device(&device) == 0 && device == 0);
@@ -74,6 +92,35 @@ int main(void) {
     CHECK(kina_rt_gpu_matmul(KINA_GPU_MATMUL_F32 | KINA_GPU_MATMUL_F32 << 8, 0,
                              0, dims, &a, &b, &c) == 1);
     CHECK(strstr(kina_last_error(), "kina_rt_gpu_matmul: "));
+  }
+  CHECK(kina_rt_gpu_enter_stream(-1, 0) == 1);
+  CHECK(kina_rt_gpu_enter_stream(0, 0) == 3);
+  CHECK(strstr(kina_last_error(), "CUDA driver not found"));
+  CHECK(kina_rt_gpu_exit() == 5); /* No frame was opened. */
+  /* The cuda TensorDesc frame: a strided input is -9 before any GPU
+   * work; a contiguous call cannot open its frame without a driver (-4). */
+  {
+    static const int32_t table[] = {1, 1, KINA_TD_DTYPE_F32, 2,
+                                    KINA_TD_DTYPE_F32, 2};
+    float data[4] = {1, 2, 3, 4};
+    KinaTensorDesc plain = {(uint64_t)(uintptr_t)data, 2, {2, 2, 0, 0},
+                            {2, 1, 0, 0}, KINA_TD_DTYPE_F32};
+    KinaTensorDesc transposed = plain;
+    transposed.strides[0] = 1;
+    transposed.strides[1] = 2;
+    const KinaTensorDesc *outs[1] = {&plain};
+    const KinaTensorDesc *ins[1] = {&transposed};
+    KinaMemRef4 scratch[2];
+    CHECK(kina_rt_td_gpu_prepare("kinatd_f", table, outs, ins, scratch, 0,
+                                 0) == KINA_TD_UNSUPPORTED_LAYOUT);
+    ins[0] = &plain;
+    CHECK(kina_rt_td_gpu_prepare("kinatd_f", table, outs, ins, scratch, 0,
+                                 0) == KINA_TD_DEVICE_ERROR);
+    CHECK(strstr(kina_last_error(), "CUDA driver not found"));
+    /* finish after a failed kina_<fn> maps its status (1: -6); the frame
+     * it closes was never opened, which kina_rt_gpu_exit reports apart. */
+    CHECK(kina_rt_td_gpu_finish("kinatd_f", table, outs, ins, scratch, 1, 0,
+                                0) == KINA_TD_SHAPE_MISMATCH);
   }
   void *module = mgpuModuleLoad(blob, sizeof(blob));
   void *jit = mgpuModuleLoadJIT(blob, 2);

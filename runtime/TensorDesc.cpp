@@ -1,0 +1,517 @@
+//===- TensorDesc.cpp - The runtime half of the kinatd_<fn> entries -------===//
+//
+// The generated TensorDesc entry `kinatd_<fn>` (kina/abi.h,
+// src/passes/TensorDescEntryPoints.cpp) is a thin frame around the status
+// entry `kina_<fn>`: it calls kina_rt_td_prepare, which validates the
+// caller's KinaTensorDesc descriptors against a table of element codes and
+// ranks and builds one memref descriptor per input (the caller's memory
+// when it is row-major contiguous, else a contiguous runtime copy of the
+// strided view), then `kina_<fn>` on those descriptors, then
+// kina_rt_td_finish, which maps the entry's status to the seed's codes,
+// checks each result's shape against the caller's output descriptor,
+// copies the result into it (any strides) and then releases every buffer
+// the runtime allocated for the call (results, then argument copies: a
+// result may be an argument's buffer when a function returns a parameter).
+// Nothing the caller owns is freed. Since the results are complete before the
+// first output is written, an output may alias any input.
+//
+// The cuda target's entries use kina_rt_td_gpu_prepare / _finish (below):
+// the caller's device and stream, contiguous tensors used in place, results
+// copied out with cuMemcpyAsync on that stream.
+//
+//===----------------------------------------------------------------------===//
+#include "CudaDriver.h"
+#include "Guard.h"
+
+#include "kina/runtime.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+using kina::rt::fail;
+
+/// One scratch slot: a memref descriptor of rank <= KINA_TD_MAX_RANK, in
+/// the packed layout of KinaMemRef<rank> (sizes[rank] then strides[rank]).
+struct Slot {
+  void *allocated;
+  void *aligned;
+  int64_t offset;
+  int64_t words[2 * KINA_TD_MAX_RANK];
+};
+static_assert(sizeof(Slot) == sizeof(KinaMemRef4), "slot of KinaMemRef4 size");
+
+/// Bytes per element of a dtype code, or 0 for an unknown code.
+int64_t elementSize(int32_t dtype) {
+  switch (dtype) {
+  case KINA_TD_DTYPE_F32:
+  case KINA_TD_DTYPE_I32:
+    return 4;
+  case KINA_TD_DTYPE_F16:
+  case KINA_TD_DTYPE_BF16:
+    return 2;
+  case KINA_TD_DTYPE_I64:
+  case KINA_TD_DTYPE_F64:
+    return 8;
+  case KINA_TD_DTYPE_I8:
+  case KINA_TD_DTYPE_I1:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+const char *dtypeName(int32_t dtype) {
+  static const char *const names[] = {"f32", "f16", "bf16", "i32",
+                                      "i64", "f64", "i8",   "i1"};
+  return dtype >= 0 && dtype <= 7 ? names[dtype] : "?";
+}
+
+/// The table the pass emits: [numResults, numArgs, then (dtype, rank) for
+/// each result, then for each argument].
+struct Table {
+  const int32_t *t;
+  int32_t numResults() const { return t[0]; }
+  int32_t numArgs() const { return t[1]; }
+  int32_t dtype(int32_t tensor) const { return t[2 + 2 * tensor]; }
+  int32_t rank(int32_t tensor) const { return t[3 + 2 * tensor]; }
+};
+
+/// "<entry>: output 0" or "<entry>: input 1".
+std::string where(const char *entry, bool output, int32_t index) {
+  return std::string(entry ? entry : "kinatd_?") +
+         (output ? ": output " : ": input ") + std::to_string(index);
+}
+
+/// Checks one descriptor against its dtype code and rank. Returns 0 or a
+/// KINA_TD_* code (recorded with a message).
+int32_t checkDescriptor(const std::string &name, const KinaTensorDesc *d,
+                        int32_t dtype, int32_t rank, int64_t &elements) {
+  if (!d)
+    return fail(KINA_TD_NULL_DESCRIPTOR, name + ": null KinaTensorDesc");
+  if (elementSize(d->dtype) == 0)
+    return fail(KINA_TD_UNSUPPORTED_DTYPE,
+                name + ": unknown dtype code " + std::to_string(d->dtype));
+  if (d->dtype != dtype)
+    return fail(KINA_TD_UNSUPPORTED_DTYPE,
+                name + " has dtype " + dtypeName(d->dtype) + ", expected " +
+                    dtypeName(dtype));
+  if (d->ndim < 0 || d->ndim > KINA_TD_MAX_RANK)
+    return fail(KINA_TD_SHAPE_MISMATCH,
+                name + ": ndim " + std::to_string(d->ndim) + " outside 0.." +
+                    std::to_string(KINA_TD_MAX_RANK));
+  if (d->ndim != rank)
+    return fail(KINA_TD_SHAPE_MISMATCH,
+                name + " has ndim " + std::to_string(d->ndim) + ", expected " +
+                    std::to_string(rank));
+  elements = 1;
+  for (int32_t i = 0; i < rank; ++i) {
+    if (d->shape[i] < 0)
+      return fail(KINA_TD_SHAPE_MISMATCH, name + " dim " + std::to_string(i) +
+                                              " has negative size " +
+                                              std::to_string(d->shape[i]));
+    if (__builtin_mul_overflow(elements, d->shape[i], &elements))
+      return fail(KINA_TD_SHAPE_MISMATCH,
+                  name + ": the element count overflows 64 bits");
+  }
+  if (elements > 0 && d->ptr == 0)
+    return fail(KINA_TD_NULL_DESCRIPTOR, name + " has a null data pointer");
+  return KINA_TD_OK;
+}
+
+/// True when `d` is row-major contiguous (strides of size-1 dims ignored).
+bool contiguous(const KinaTensorDesc *d, int64_t elements) {
+  if (elements == 0)
+    return true;
+  int64_t expected = 1;
+  for (int32_t i = d->ndim - 1; i >= 0; --i) {
+    if (d->shape[i] != 1 && d->strides[i] != expected)
+      return false;
+    expected *= d->shape[i];
+  }
+  return true;
+}
+
+/// Copies a `rank`-dim array of `size`-byte elements between two strided
+/// layouts (strides in elements, any sign).
+void stridedCopy(char *dst, const int64_t *dstStrides, const char *src,
+                 const int64_t *srcStrides, const int64_t *shape, int32_t rank,
+                 int64_t size) {
+  if (rank == 0) {
+    std::memcpy(dst, src, static_cast<size_t>(size));
+    return;
+  }
+  for (int64_t i = 0; i < shape[0]; ++i)
+    stridedCopy(dst + i * dstStrides[0] * size, dstStrides + 1,
+                src + i * srcStrides[0] * size, srcStrides + 1, shape + 1,
+                rank - 1, size);
+}
+
+/// The byte range [lo, hi) an output descriptor can touch.
+void byteRange(const KinaTensorDesc *d, int64_t size, uint64_t &lo,
+               uint64_t &hi) {
+  int64_t first = 0, last = 0;
+  for (int32_t i = 0; i < d->ndim; ++i) {
+    int64_t span = (d->shape[i] - 1) * d->strides[i];
+    (span < 0 ? first : last) += span;
+  }
+  lo = d->ptr + static_cast<uint64_t>(first * size);
+  hi = d->ptr + static_cast<uint64_t>((last + 1) * size);
+}
+
+/// Frees the input copies prepare made (slots whose buffer is not the
+/// caller's).
+void releaseInputs(Table table, const KinaTensorDesc *const *ins, Slot *slots,
+                   int32_t upTo) {
+  for (int32_t i = 0; i < upTo; ++i) {
+    Slot &slot = slots[table.numResults() + i];
+    if (slot.allocated &&
+        slot.allocated != reinterpret_cast<void *>(ins[i]->ptr))
+      runtime_free(slot.allocated);
+    slot.allocated = nullptr;
+  }
+}
+
+} // namespace
+
+extern "C" int32_t kina_rt_td_prepare(const char *entry, const int32_t *t,
+                                      const KinaTensorDesc *const *outs,
+                                      const KinaTensorDesc *const *ins,
+                                      void *scratch) {
+  kina_rt_begin_call();
+  Table table{t};
+  auto *slots = static_cast<Slot *>(scratch);
+  std::memset(slots, 0, sizeof(Slot) * (table.numResults() + table.numArgs()));
+  // Outputs: descriptors, self-overlap, overlap with each other.
+  for (int32_t i = 0; i < table.numResults(); ++i) {
+    const KinaTensorDesc *d = outs[i];
+    int64_t elements = 0;
+    std::string name = where(entry, true, i);
+    if (int32_t rc =
+            checkDescriptor(name, d, table.dtype(i), table.rank(i), elements))
+      return rc;
+    for (int32_t k = 0; k < d->ndim; ++k)
+      if (d->shape[k] > 1 && d->strides[k] == 0)
+        return fail(KINA_TD_OVERLAPPING_OUTPUT,
+                    name + " dim " + std::to_string(k) +
+                        " has stride 0: its elements overlap");
+    if (elements == 0)
+      continue;
+    uint64_t lo, hi;
+    byteRange(d, elementSize(d->dtype), lo, hi);
+    for (int32_t j = 0; j < i; ++j) {
+      const KinaTensorDesc *o = outs[j];
+      int64_t n = 1;
+      for (int32_t k = 0; k < o->ndim; ++k)
+        n *= o->shape[k];
+      if (n == 0)
+        continue;
+      uint64_t olo, ohi;
+      byteRange(o, elementSize(o->dtype), olo, ohi);
+      if (lo < ohi && olo < hi)
+        return fail(KINA_TD_OVERLAPPING_OUTPUT,
+                    name + " overlaps output " + std::to_string(j));
+    }
+  }
+  // Inputs: the caller's memory when contiguous, else a contiguous copy.
+  for (int32_t i = 0; i < table.numArgs(); ++i) {
+    const KinaTensorDesc *d = ins[i];
+    int32_t rank = table.rank(table.numResults() + i);
+    int64_t elements = 0;
+    std::string name = where(entry, false, i);
+    int32_t rc = checkDescriptor(name, d, table.dtype(table.numResults() + i),
+                                 rank, elements);
+    if (rc) {
+      releaseInputs(table, ins, slots, i);
+      return rc;
+    }
+    Slot &slot = slots[table.numResults() + i];
+    int64_t *sizes = slot.words;
+    int64_t *strides = slot.words + rank;
+    int64_t stride = 1;
+    for (int32_t k = rank - 1; k >= 0; --k) {
+      sizes[k] = d->shape[k];
+      strides[k] = stride;
+      stride *= d->shape[k];
+    }
+    if (contiguous(d, elements)) {
+      slot.allocated = slot.aligned = reinterpret_cast<void *>(d->ptr);
+      continue;
+    }
+    // The allocator reads the packed layout of KinaMemRef<rank>.
+    Slot packed{};
+    std::memcpy(packed.words, d->shape, sizeof(int64_t) * rank);
+    KinaUnrankedMemRef unranked{rank, &packed};
+    int64_t size = elementSize(d->dtype);
+    if (_mlir_ciface_runtime_host_alloc_unranked(
+            &unranked, static_cast<int32_t>(size)) != KINA_STATUS_SUCCESS) {
+      releaseInputs(table, ins, slots, i);
+      return fail(KINA_TD_ALLOCATION_FAILED,
+                  name + ": " + std::string(kina_last_error()));
+    }
+    slot.allocated = packed.allocated;
+    slot.aligned = packed.aligned;
+    stridedCopy(static_cast<char *>(slot.aligned), strides,
+                reinterpret_cast<const char *>(d->ptr), d->strides, d->shape,
+                rank, size);
+  }
+  return KINA_TD_OK;
+}
+
+extern "C" int32_t kina_rt_td_finish(const char *entry, const int32_t *t,
+                                     const KinaTensorDesc *const *outs,
+                                     const KinaTensorDesc *const *ins,
+                                     void *scratch, int32_t status) {
+  Table table{t};
+  auto *slots = static_cast<Slot *>(scratch);
+  if (status != KINA_STATUS_SUCCESS) {
+    releaseInputs(table, ins, slots, table.numArgs());
+    std::string message = kina_last_error();
+    int32_t code =
+        status == KINA_STATUS_VALIDATION_ERROR ? KINA_TD_SHAPE_MISMATCH
+        : status == KINA_STATUS_RESOURCE_ERROR ? KINA_TD_ALLOCATION_FAILED
+                                               : KINA_TD_LAUNCH_ERROR;
+    return fail(code, message);
+  }
+  int32_t rc = KINA_TD_OK;
+  for (int32_t i = 0; i < table.numResults() && rc == KINA_TD_OK; ++i) {
+    const KinaTensorDesc *d = outs[i];
+    const Slot &slot = slots[i];
+    int32_t rank = table.rank(i);
+    const int64_t *sizes = slot.words;
+    const int64_t *strides = slot.words + rank;
+    for (int32_t k = 0; k < rank; ++k)
+      if (d->shape[k] != sizes[k]) {
+        rc = fail(KINA_TD_SHAPE_MISMATCH,
+                  where(entry, true, i) + " dim " + std::to_string(k) +
+                      " has size " + std::to_string(d->shape[k]) +
+                      ", but the result's is " + std::to_string(sizes[k]));
+        break;
+      }
+    if (rc != KINA_TD_OK)
+      break;
+    int64_t size = elementSize(d->dtype);
+    stridedCopy(reinterpret_cast<char *>(d->ptr), d->strides,
+                static_cast<const char *>(slot.aligned) + slot.offset * size,
+                strides, d->shape, rank, size);
+  }
+  // Release every result buffer once (two results may share one); a
+  // result that is an argument's buffer (a function returning its
+  // parameter) is the caller's or an argument copy, released below.
+  for (int32_t i = 0; i < table.numResults(); ++i) {
+    void *allocated = slots[i].allocated;
+    bool skip = allocated == nullptr;
+    for (int32_t j = 0; j < i && !skip; ++j)
+      skip = slots[j].allocated == allocated;
+    for (int32_t j = 0; j < table.numArgs() && !skip; ++j)
+      skip = slots[table.numResults() + j].allocated == allocated;
+    if (!skip)
+      runtime_free(allocated);
+  }
+  releaseInputs(table, ins, slots, table.numArgs());
+  return rc;
+}
+
+// --- The cuda target's entries ---------------------------------------------
+//
+// kina_rt_td_gpu_prepare / kina_rt_td_gpu_finish frame `kina_<fn>` of a cuda
+// object the same way, on the caller's device and stream: every tensor must
+// be row-major contiguous memory the GPU reads (a strided gather would need
+// a kernel of its own; the kina package makes views contiguous with the
+// caller's framework, on its stream), the arguments are used in place, and
+// each result is copied into its output with cuMemcpyAsync on the caller's
+// stream. kina_rt_gpu_exit then synchronises that stream only.
+
+namespace {
+
+/// Checks that the GPU of the frame's device can read a tensor of a cuda
+/// entry (kina_rt_gpu_check_argument); `label` is "out0", "in1", ...
+int32_t checkGpuTensor(const char *entry, const KinaTensorDesc *d,
+                       int64_t elements, const std::string &label) {
+  if (elements == 0)
+    return KINA_TD_OK;
+  if (kina_rt_gpu_check_argument(reinterpret_cast<const void *>(d->ptr), entry,
+                                 label.c_str()) != KINA_STATUS_SUCCESS)
+    return fail(KINA_TD_DEVICE_ERROR, kina_last_error());
+  return KINA_TD_OK;
+}
+
+/// Frees each result buffer of a finished call once, never one that is an
+/// argument's (the caller's memory, since cuda arguments are used in place).
+void releaseResults(Table table, Slot *slots) {
+  for (int32_t i = 0; i < table.numResults(); ++i) {
+    void *allocated = slots[i].allocated;
+    bool skip = allocated == nullptr;
+    for (int32_t j = 0; j < i && !skip; ++j)
+      skip = slots[j].allocated == allocated;
+    for (int32_t j = 0; j < table.numArgs() && !skip; ++j)
+      skip = slots[table.numResults() + j].allocated == allocated;
+    if (!skip)
+      runtime_free(allocated);
+    slots[i].allocated = nullptr;
+  }
+}
+
+/// A runtime status from the C-boundary guard (2: out of memory, 5: an
+/// internal error) as a KINA_TD_* code; KINA_TD_* codes pass unchanged.
+int32_t tdCode(int32_t status) {
+  if (status <= 0)
+    return status;
+  return status == KINA_STATUS_RESOURCE_ERROR ? KINA_TD_ALLOCATION_FAILED
+                                              : KINA_TD_LAUNCH_ERROR;
+}
+
+} // namespace
+
+extern "C" int32_t kina_rt_td_gpu_prepare(const char *entry, const int32_t *t,
+                                          const KinaTensorDesc *const *outs,
+                                          const KinaTensorDesc *const *ins,
+                                          void *scratch, int32_t device_id,
+                                          uint64_t raw_stream) {
+  kina_rt_begin_call();
+  bool entered = false;
+  int32_t rc = kina::rt::guardStatus(entry ? entry : "kinatd_?", [&] {
+    Table table{t};
+    auto *slots = static_cast<Slot *>(scratch);
+    std::memset(slots, 0,
+                sizeof(Slot) * (table.numResults() + table.numArgs()));
+    int32_t total = table.numResults() + table.numArgs();
+    std::vector<int64_t> elements(total, 0);
+    // Descriptors first (no GPU needed), as on the cpu.
+    for (int32_t i = 0; i < total; ++i) {
+      bool output = i < table.numResults();
+      int32_t index = output ? i : i - table.numResults();
+      const KinaTensorDesc *d = output ? outs[index] : ins[index];
+      std::string name = where(entry, output, index);
+      if (int32_t rc = checkDescriptor(name, d, table.dtype(i), table.rank(i),
+                                       elements[i]))
+        return rc;
+      if (!contiguous(d, elements[i]))
+        return fail(KINA_TD_UNSUPPORTED_LAYOUT,
+                    name + " is not row-major contiguous: a --target=cuda "
+                           "entry takes contiguous tensors (the kina package "
+                           "copies other views on the caller's stream "
+                           "first)");
+    }
+    for (int32_t i = 0; i < table.numResults(); ++i) {
+      if (elements[i] == 0)
+        continue;
+      uint64_t lo, hi;
+      byteRange(outs[i], elementSize(outs[i]->dtype), lo, hi);
+      for (int32_t j = 0; j < i; ++j) {
+        if (elements[j] == 0)
+          continue;
+        uint64_t olo, ohi;
+        byteRange(outs[j], elementSize(outs[j]->dtype), olo, ohi);
+        if (lo < ohi && olo < hi)
+          return fail(KINA_TD_OVERLAPPING_OUTPUT, where(entry, true, i) +
+                                                      " overlaps output " +
+                                                      std::to_string(j));
+      }
+    }
+    // The caller's device and stream, then what that device can read.
+    int32_t device = device_id > 0 ? device_id : 0;
+    if (kina_rt_gpu_enter_stream(device, raw_stream) != KINA_STATUS_SUCCESS)
+      return fail(KINA_TD_DEVICE_ERROR, kina_last_error());
+    entered = true;
+    for (int32_t i = 0; i < total; ++i) {
+      bool output = i < table.numResults();
+      int32_t index = output ? i : i - table.numResults();
+      const KinaTensorDesc *d = output ? outs[index] : ins[index];
+      std::string label = (output ? "out" : "in") + std::to_string(index);
+      if (int32_t rc = checkGpuTensor(entry, d, elements[i], label)) {
+        std::string message = kina_last_error();
+        entered = false;
+        (void)kina_rt_gpu_exit();
+        return fail(rc, message);
+      }
+    }
+    for (int32_t i = 0; i < table.numArgs(); ++i) {
+      Slot &slot = slots[table.numResults() + i];
+      int32_t rank = table.rank(table.numResults() + i);
+      int64_t stride = 1;
+      for (int32_t k = rank - 1; k >= 0; --k) {
+        slot.words[k] = ins[i]->shape[k];
+        slot.words[rank + k] = stride;
+        stride *= ins[i]->shape[k];
+      }
+      slot.allocated = slot.aligned = reinterpret_cast<void *>(ins[i]->ptr);
+    }
+    return KINA_TD_OK;
+  });
+  if (rc > 0 && entered) { // An exception inside the frame: close it.
+    std::string message = kina_last_error();
+    (void)kina_rt_gpu_exit();
+    kina::rt::fail(rc, message);
+  }
+  return tdCode(rc);
+}
+
+extern "C" int32_t kina_rt_td_gpu_finish(const char *entry, const int32_t *t,
+                                         const KinaTensorDesc *const *outs,
+                                         const KinaTensorDesc *const * /*ins*/,
+                                         void *scratch, int32_t status,
+                                         int32_t /*device_id*/,
+                                         uint64_t raw_stream) {
+  Table table{t};
+  auto *slots = static_cast<Slot *>(scratch);
+  if (status != KINA_STATUS_SUCCESS) {
+    // kina_<fn> freed its results; close the frame, keep the first error.
+    std::string message = kina_last_error();
+    (void)kina_rt_gpu_exit();
+    int32_t code =
+        status == KINA_STATUS_VALIDATION_ERROR ? KINA_TD_SHAPE_MISMATCH
+        : status == KINA_STATUS_RESOURCE_ERROR ? KINA_TD_ALLOCATION_FAILED
+                                               : KINA_TD_LAUNCH_ERROR;
+    return fail(code, message);
+  }
+  int32_t rc = kina::rt::guardStatus(entry ? entry : "kinatd_?", [&] {
+    const kina::rt::cuda::Driver *driver = nullptr;
+    if (kina::rt::cuda::loadDriver(entry ? entry : "kinatd_?", driver) !=
+        KINA_STATUS_SUCCESS)
+      return fail(KINA_TD_LAUNCH_ERROR, kina_last_error());
+    auto stream =
+        reinterpret_cast<CUstream>(static_cast<uintptr_t>(raw_stream));
+    for (int32_t i = 0; i < table.numResults(); ++i) {
+      const KinaTensorDesc *d = outs[i];
+      const Slot &slot = slots[i];
+      int32_t rank = table.rank(i);
+      const int64_t *sizes = slot.words;
+      int64_t elements = 1;
+      for (int32_t k = 0; k < rank; ++k) {
+        if (d->shape[k] != sizes[k])
+          return fail(KINA_TD_SHAPE_MISMATCH,
+                      where(entry, true, i) + " dim " + std::to_string(k) +
+                          " has size " + std::to_string(d->shape[k]) +
+                          ", but the result's is " + std::to_string(sizes[k]));
+        elements *= sizes[k];
+      }
+      int64_t size = elementSize(d->dtype);
+      if (elements == 0)
+        continue;
+      // Results of a cuda function are contiguous (identity layout).
+      auto source = reinterpret_cast<uintptr_t>(slot.aligned) +
+                    static_cast<uintptr_t>(slot.offset * size);
+      CUresult result = driver->api.cuMemcpyAsync(
+          static_cast<CUdeviceptr>(d->ptr), static_cast<CUdeviceptr>(source),
+          static_cast<size_t>(elements * size), stream);
+      if (result != CUDA_SUCCESS)
+        return fail(KINA_TD_LAUNCH_ERROR,
+                    where(entry, true, i) +
+                        ": cuMemcpyAsync of the result on the caller's "
+                        "stream failed: " +
+                        kina::rt::cuda::describeResult(&driver->api, result));
+    }
+    return KINA_TD_OK;
+  });
+  // Close the frame (synchronises the caller's stream), then free.
+  std::string message = rc != KINA_TD_OK ? kina_last_error() : "";
+  if (kina_rt_gpu_exit() != KINA_STATUS_SUCCESS && rc == KINA_TD_OK) {
+    rc = KINA_TD_LAUNCH_ERROR;
+    message = kina_last_error();
+  }
+  releaseResults(table, slots);
+  return rc == KINA_TD_OK ? KINA_TD_OK : fail(tdCode(rc), message);
+}
