@@ -7,9 +7,10 @@
 #   scripts/gpu-check.sh [--difftest-seeds A:B] [--difftest-only] [DIR]
 #                                  (default DIR: build/ beside scripts/)
 #
-# DIR is a build directory, or (better) what `scripts/gpu-artefacts.sh
-# BUILD_DIR DIR` wrote: the same bin/ and tests/ layout plus gpu/ with the
-# cuda-compiled suites. Runs, each as a step with PASS, FAIL or SKIP:
+# DIR is a build directory, what `scripts/gpu-artefacts.sh
+# BUILD_DIR DIR` wrote (the same bin/ and tests/ layout plus gpu/ with the
+# cuda-compiled suites), or its archive DIR.tar.xz, unpacked to a temporary
+# folder. Runs, each as a step with PASS, FAIL or SKIP:
 #   1. runtime_tests' GPU suites (GpuAlloc*, GpuLaunch*, GpuNoDriver*,
 #      GpuDriverEnv*, CudaDriver*): with a GPU none of them may skip (a skip
 #      there means the runtime did not find the driver or the device); then
@@ -70,6 +71,16 @@ while [[ "${1:-}" == --* ]]; do
     *) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
   esac
 done
+if [[ "${1:-}" == *.tar.xz && -f "$1" ]]; then
+  # gpu-artefacts.sh's archive: unpacked into a temporary folder.
+  unpacked="$(mktemp -d)"
+  trap 'rm -rf "$unpacked"' EXIT
+  tar -C "$unpacked" -xJf "$1" || {
+    echo "gpu-check: cannot unpack $1" >&2
+    exit 2
+  }
+  set -- "$unpacked"
+fi
 build="$(cd "${1:-$root/build}" 2>/dev/null && pwd)" || {
   echo "gpu-check: no build directory ${1:-$root/build}" >&2
   exit 2
@@ -126,7 +137,7 @@ if [[ -n "${KINA_GPU_CHECK_LOGS:-}" ]]; then
   mkdir -p "$log_dir"
 else
   log_dir="$(mktemp -d)"
-  trap 'rm -rf "$log_dir"' EXIT
+  trap 'rm -rf "$log_dir" ${unpacked:+"$unpacked"}' EXIT
 fi
 step=0
 
