@@ -174,6 +174,26 @@ void releaseInputs(Table table, const KinaTensorDesc *const *ins, Slot *slots,
   }
 }
 
+/// Frees each result buffer of a finished call once (two results may share
+/// one), never one that is an argument's: the caller's memory or an argument
+/// copy, which releaseInputs releases.
+void releaseResults(Table table, Slot *slots) {
+  for (int32_t i = 0; i < table.numResults(); ++i) {
+    void *allocated = slots[i].allocated;
+    bool skip = allocated == nullptr;
+    for (int32_t j = 0; j < i && !skip; ++j)
+      skip = slots[j].allocated == allocated;
+    for (int32_t j = 0; j < table.numArgs() && !skip; ++j)
+      skip = slots[table.numResults() + j].allocated == allocated;
+    if (!skip)
+      runtime_free(allocated);
+  }
+  // Cleared only now: the loop above compares each result with the earlier
+  // ones, which must still name their buffers.
+  for (int32_t i = 0; i < table.numResults(); ++i)
+    slots[i].allocated = nullptr;
+}
+
 } // namespace
 
 extern "C" int32_t kina_rt_td_prepare(const char *entry, const int32_t *t,
@@ -297,19 +317,7 @@ extern "C" int32_t kina_rt_td_finish(const char *entry, const int32_t *t,
                 static_cast<const char *>(slot.aligned) + slot.offset * size,
                 strides, d->shape, rank, size);
   }
-  // Release every result buffer once (two results may share one); a
-  // result that is an argument's buffer (a function returning its
-  // parameter) is the caller's or an argument copy, released below.
-  for (int32_t i = 0; i < table.numResults(); ++i) {
-    void *allocated = slots[i].allocated;
-    bool skip = allocated == nullptr;
-    for (int32_t j = 0; j < i && !skip; ++j)
-      skip = slots[j].allocated == allocated;
-    for (int32_t j = 0; j < table.numArgs() && !skip; ++j)
-      skip = slots[table.numResults() + j].allocated == allocated;
-    if (!skip)
-      runtime_free(allocated);
-  }
+  releaseResults(table, slots);
   releaseInputs(table, ins, slots, table.numArgs());
   return rc;
 }
@@ -336,22 +344,6 @@ int32_t checkGpuTensor(const char *entry, const KinaTensorDesc *d,
                                  label.c_str()) != KINA_STATUS_SUCCESS)
     return fail(KINA_TD_DEVICE_ERROR, kina_last_error());
   return KINA_TD_OK;
-}
-
-/// Frees each result buffer of a finished call once, never one that is an
-/// argument's (the caller's memory, since cuda arguments are used in place).
-void releaseResults(Table table, Slot *slots) {
-  for (int32_t i = 0; i < table.numResults(); ++i) {
-    void *allocated = slots[i].allocated;
-    bool skip = allocated == nullptr;
-    for (int32_t j = 0; j < i && !skip; ++j)
-      skip = slots[j].allocated == allocated;
-    for (int32_t j = 0; j < table.numArgs() && !skip; ++j)
-      skip = slots[table.numResults() + j].allocated == allocated;
-    if (!skip)
-      runtime_free(allocated);
-    slots[i].allocated = nullptr;
-  }
 }
 
 /// A runtime status from the C-boundary guard (2: out of memory, 5: an
