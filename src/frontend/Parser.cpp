@@ -154,6 +154,14 @@ private:
   /// Reports a list longer than limits::kMaxListLength at the current token;
   /// returns false so callers can `return listTooLong(...)`.
   bool listTooLong(const char *what);
+  /// Parses one result type (after '->' or an annotation's ':') and appends
+  /// it to `types`; false after reporting a syntax error.
+  bool parseResultType(std::vector<TensorType> &types);
+  /// Parses `type (',' type)* ')'`, the rest of a parenthesised result-type
+  /// list whose '(' is consumed, appending to `types`; `what` names the list
+  /// in the too-long diagnostic. False after reporting an error.
+  bool parseResultTypeList(std::vector<TensorType> &types,
+                           const std::string &what);
   bool expectEndOfStatement();
 
   Lexer lex;
@@ -176,6 +184,29 @@ mlir::InFlightDiagnostic Parser::errorAt(mlir::Location at) {
     stopped = true;
   }
   return diag;
+}
+
+bool Parser::parseResultType(std::vector<TensorType> &types) {
+  TensorType t;
+  if (!parseType(t, "result type"))
+    return false;
+  types.push_back(std::move(t));
+  return true;
+}
+
+bool Parser::parseResultTypeList(std::vector<TensorType> &types,
+                                 const std::string &what) {
+  while (true) {
+    if (types.size() >= limits::kMaxListLength)
+      return listTooLong(what.c_str());
+    if (!parseResultType(types))
+      return false;
+    if (tok.is(TokenKind::Comma)) {
+      consume();
+      continue;
+    }
+    return expect(TokenKind::RParen, "',' or ')' in the result types");
+  }
 }
 
 bool Parser::listTooLong(const char *what) {
@@ -322,28 +353,9 @@ bool Parser::parseSignature(Function &fn) {
     consume();
     if (tok.is(TokenKind::RParen))
       return syntaxError("at least one result type");
-    while (true) {
-      if (fn.results.size() >= limits::kMaxListLength)
-        return listTooLong(("the result types of @" + fn.name).c_str());
-      TensorType t;
-      if (!parseType(t, "result type"))
-        return false;
-      fn.results.push_back(std::move(t));
-      if (tok.is(TokenKind::Comma)) {
-        consume();
-        continue;
-      }
-      if (!expect(TokenKind::RParen, "',' or ')' in the result types"))
-        return false;
-      break;
-    }
-  } else {
-    TensorType t;
-    if (!parseType(t, "result type"))
-      return false;
-    fn.results.push_back(std::move(t));
+    return parseResultTypeList(fn.results, "the result types of @" + fn.name);
   }
-  return true;
+  return parseResultType(fn.results);
 }
 
 void Parser::parseBody(Function &fn) {
@@ -792,26 +804,10 @@ bool Parser::parseStatement(Function &fn) {
     std::vector<TensorType> types;
     if (tok.is(TokenKind::LParen) && !atLineBreak()) {
       consume();
-      while (true) {
-        if (types.size() >= limits::kMaxListLength)
-          return listTooLong("the annotation");
-        TensorType t;
-        if (!parseType(t, "result type"))
-          return false;
-        types.push_back(std::move(t));
-        if (tok.is(TokenKind::Comma)) {
-          consume();
-          continue;
-        }
-        if (!expect(TokenKind::RParen, "',' or ')' in the result types"))
-          return false;
-        break;
-      }
-    } else {
-      TensorType t;
-      if (!parseType(t, "result type"))
+      if (!parseResultTypeList(types, "the annotation"))
         return false;
-      types.push_back(std::move(t));
+    } else if (!parseResultType(types)) {
+      return false;
     }
     st.annotation = std::move(types);
   }
