@@ -209,8 +209,9 @@ summary() { # prints the summary; exits 1 if any step failed, else 0
   exit 0
 }
 
-# Prints PYTHONPATH for gpu/python's scripts: the folder, and a site folder
-# with this Python's cffi unpacked from gpu/python/wheels when it lacks cffi.
+# Prints PYTHONPATH for gpu/python's scripts: the folder, a site folder with
+# this Python's cffi unpacked from gpu/python/wheels when it lacks cffi, then
+# the caller's PYTHONPATH.
 python_path() {
   local dir="$gpu/python" site="$log_dir/python-site"
   mkdir -p "$site"
@@ -227,7 +228,8 @@ for w in picked:
 print("gpu-check: unpacked", ", ".join(map(os.path.basename, picked)) or "nothing")
 PY
   fi
-  echo "$dir:$site"
+  # The caller's PYTHONPATH stays (it may be where cffi came from).
+  echo "$dir:$site${PYTHONPATH:+:$PYTHONPATH}"
 }
 
 python_step() { # 11. the kina package on PyTorch CUDA tensors

@@ -257,6 +257,7 @@ def scenario_invalid(path):
     for _ in range(3):
         d = ffi.new("KinaTensorDesc *")
         d.ptr, d.ndim, d.shape[0], d.shape[1] = 0, 2, 2, 0  # Empty.
+        d.strides[0], d.strides[1] = 1, 1
         d.dtype = 0
         ds.append(d)
     rc = lib.lib.kinatd_add_f32(*ds, count, 0)

@@ -620,9 +620,10 @@ struct ManagedBytes {
   char *data() const { return static_cast<char *>(ref.ranked.aligned); }
 };
 
-/// Element (linear index `i`) of a value of `size` bytes: distinct bytes.
+/// Element (linear index `i`) of a value of `size` (<= 8) bytes: distinct
+/// bytes.
 void putElement(char *p, int64_t size, int64_t i) {
-  for (int64_t k = 0; k < size; ++k)
+  for (int64_t k = 0; k < size && k < 8; ++k)
     p[k] = static_cast<char>((i * 7 + k * 31 + 1) & 0x7f);
 }
 
