@@ -375,14 +375,24 @@ struct DeviceState {
   const cuda::DriverApi *driver = nullptr;
   Handle handle = nullptr;
   CUdeviceptr workspace = 0;
+  /// The device's primary context, current when the state was made: the
+  /// workspace is freed under it, whatever is current when the thread exits.
+  CUcontext context = nullptr;
   std::map<PlanKey, std::unique_ptr<Plan>> plans;
   ~DeviceState() {
     plans.clear();
     // At process exit the driver may be deinitialised: results ignored.
+    CUcontext previous = nullptr;
+    bool switched = driver && context &&
+                    driver->cuCtxGetCurrent(&previous) == CUDA_SUCCESS &&
+                    previous != context &&
+                    driver->cuCtxSetCurrent(context) == CUDA_SUCCESS;
     if (workspace && driver)
       (void)driver->cuMemFree(workspace);
     if (handle && library)
       (void)library->api.cublasLtDestroy(handle);
+    if (switched)
+      (void)driver->cuCtxSetCurrent(previous);
   }
 };
 
@@ -490,6 +500,9 @@ int32_t run(void *opaque, const cuda::DriverApi &driver, CUstream stream,
     auto state = std::make_unique<DeviceState>();
     state->library = request.library;
     state->driver = &driver;
+    // onThreadStream made the device's primary context current.
+    if (driver.cuCtxGetCurrent(&state->context) != CUDA_SUCCESS)
+      state->context = nullptr;
     Status s = request.library->api.cublasLtCreate(&state->handle);
     if (s != kSuccess)
       return pendCublas(request.library->api, s, "cublasLtCreate");

@@ -28,6 +28,7 @@
 #                                         tests/python/ops.kir compiled for
 #                                         cuda (ops_cuda.so), python/kina,
 #                                         test_cuda.py, test_compile.py,
+#                                         multi_gpu_check.py (--multi),
 #                                         cffi wheels (wheels/)
 #   gpu/difftest/                         the random programs of the
 #                                         differential tests for seeds A:B
@@ -83,7 +84,8 @@ python_artefacts() { # python_artefacts DIR
     -o "$dir/ops_cuda.so" || return 1
   cp -r "$root/python/kina" "$dir/"
   rm -rf "$dir/kina/__pycache__"
-  cp "$root/tests/python/test_cuda.py" "$root/tests/python/test_compile.py" "$dir/"
+  cp "$root/tests/python/test_cuda.py" "$root/tests/python/test_compile.py" \
+    "$root/tests/python/multi_gpu_check.py" "$dir/"
   if [[ -n "${KINA_CFFI_WHEELS:-}" ]]; then
     cp "$KINA_CFFI_WHEELS"/*.whl "$dir/wheels/"
   else

@@ -4,7 +4,8 @@
 # (no LLVM, MLIR, CMake or ctest needed on the GPU machine; Python 3 with
 # NumPy for the Python steps):
 #
-#   scripts/gpu-check.sh [--difftest-seeds A:B] [--difftest-only] [DIR]
+#   scripts/gpu-check.sh [--difftest-seeds A:B] [--difftest-only]
+#                        [--python-only] [--multi] [DIR]
 #                                  (default DIR: build/ beside scripts/)
 #
 # DIR is a build directory, what `scripts/gpu-artefacts.sh
@@ -50,6 +51,18 @@
 #      PyTorch (CUDA) and NumPy (SKIP without them); cffi comes from
 #      gpu/python/wheels when the Python lacks it. --python-only runs this
 #      step alone (DIR then needs only gpu/python).
+#  12. --multi (issue 17, alone; DIR needs only gpu/python): the device
+#      checks of gpu/python/multi_gpu_check.py on ops_cuda.so, each in a
+#      fresh process: kina_<fn> after runtime_gpu_set_device and with
+#      $KINA_DEVICE (buffers on that device by cuPointerGetAttribute, device
+#      0's primary context never activated, then device 0 again), invalid
+#      ordinals and $KINA_DEVICE values -> the documented statuses, the
+#      caller's context restored (its own, none, another device's), PyTorch
+#      tensors on cuda:1 with cuda:0 current on a non-default stream, two
+#      threads on two devices. With fewer than 2 GPUs it runs the one-device
+#      variants (device 0 chosen explicitly, invalid ordinals, context
+#      restore, two threads on device 0) and prints SKIP with the reason for
+#      the two-device ones; exit 0 only if everything it ran passed.
 # Steps 4-10 need the artefacts of scripts/gpu-artefacts.sh: missing ones are
 # FAIL (they are the point of this script on a GPU machine). Then prints a
 # summary. Exit status: 0 when every step passed (or the machine has no GPU:
@@ -62,12 +75,14 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 difftest_seeds=""
 difftest_only=0
 python_only=0
+multi=0
 while [[ "${1:-}" == --* ]]; do
   case "$1" in
     --difftest-seeds) difftest_seeds="${2:?--difftest-seeds needs A:B}"; shift 2 ;;
     --difftest-seeds=*) difftest_seeds="${1#--difftest-seeds=}"; shift ;;
     --difftest-only) difftest_only=1; shift ;;
     --python-only) python_only=1; shift ;;
+    --multi) multi=1; shift ;;
     *) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -91,7 +106,7 @@ entry_stress="$build/bin/entry_stress"
 cpu_app="$build/tests/runtime/linking/cpu_app"
 missing=()
 for f in "$runtime_tests" "$entry_stress" "$cpu_app"; do
-  ((difftest_only || python_only)) || [[ -x "$f" ]] || missing+=("$f")
+  ((difftest_only || python_only || multi)) || [[ -x "$f" ]] || missing+=("$f")
 done
 if ((${#missing[@]})); then
   echo "gpu-check: missing in $build: ${missing[*]}" >&2
@@ -194,21 +209,15 @@ summary() { # prints the summary; exits 1 if any step failed, else 0
   exit 0
 }
 
-python_step() { # 11. the kina package on PyTorch CUDA tensors
-  local name="kina package on CUDA tensors" log="$log_dir/python.log"
+# Prints PYTHONPATH for gpu/python's scripts: the folder, a site folder with
+# this Python's cffi unpacked from gpu/python/wheels when it lacks cffi, then
+# the caller's PYTHONPATH.
+python_path() {
   local dir="$gpu/python" site="$log_dir/python-site"
-  if [[ ! -f "$dir/ops_cuda.so" ]]; then
-    record "$name" FAIL "missing $dir/ops_cuda.so (scripts/gpu-artefacts.sh)"
-    return
-  fi
-  if ! python3 -c 'import numpy, torch; assert torch.cuda.is_available()' >/dev/null 2>&1; then
-    record "$name" SKIP "no python3 with NumPy and a CUDA PyTorch here"
-    return
-  fi
   mkdir -p "$site"
   if ! python3 -c 'import cffi' >/dev/null 2>&1; then
     # Unpack this Python's cffi wheel and a pycparser (wheels are zips).
-    python3 - "$dir/wheels" "$site" <<'PY'
+    python3 - "$dir/wheels" "$site" >&2 <<'PY'
 import glob, os, sys, zipfile
 wheels, site = sys.argv[1], sys.argv[2]
 tag = "cp%d%d" % sys.version_info[:2]
@@ -219,12 +228,47 @@ for w in picked:
 print("gpu-check: unpacked", ", ".join(map(os.path.basename, picked)) or "nothing")
 PY
   fi
-  if run_step "$name" "$log" env PYTHONPATH="$dir:$site" \
+  # The caller's PYTHONPATH stays (it may be where cffi came from).
+  echo "$dir:$site${PYTHONPATH:+:$PYTHONPATH}"
+}
+
+python_step() { # 11. the kina package on PyTorch CUDA tensors
+  local name="kina package on CUDA tensors" log="$log_dir/python.log"
+  local dir="$gpu/python"
+  if [[ ! -f "$dir/ops_cuda.so" ]]; then
+    record "$name" FAIL "missing $dir/ops_cuda.so (scripts/gpu-artefacts.sh)"
+    return
+  fi
+  if ! python3 -c 'import numpy, torch; assert torch.cuda.is_available()' >/dev/null 2>&1; then
+    record "$name" SKIP "no python3 with NumPy and a CUDA PyTorch here"
+    return
+  fi
+  if run_step "$name" "$log" env PYTHONPATH="$(python_path)" \
     KINA_TEST_CUDA_LIBRARY="$dir/ops_cuda.so" \
     sh -c 'python3 "$0/test_cuda.py" && python3 "$0/test_compile.py"' "$dir"; then
     record "$name" PASS "$(grep -c '^PASS' "$log") passed, $(grep -c '^SKIP' "$log") skipped: $(grep '^SKIP' "$log" | cut -c1-120 | tr '\n' ' ')"
   else
     record "$name" FAIL "$(grep -m4 '^FAIL' "$log" | cut -c1-300 | tr '\n' ' ')"
+  fi
+}
+
+multi_step() { # 12. the issue-17 device checks
+  local name="devices (issue 17)" log="$log_dir/multi.log"
+  local dir="$gpu/python"
+  if [[ ! -f "$dir/ops_cuda.so" || ! -f "$dir/multi_gpu_check.py" ]]; then
+    record "$name" FAIL "missing $dir/ops_cuda.so or multi_gpu_check.py (scripts/gpu-artefacts.sh)"
+    return
+  fi
+  run_step "$name" "$log" env PYTHONPATH="$(python_path)" \
+    python3 "$dir/multi_gpu_check.py" "$dir/ops_cuda.so"
+  local status=$?
+  cat "$log" | grep -E '^(PASS|FAIL|SKIP)' | sed 's/^/gpu-check:   /'
+  local summary
+  summary="$(grep -c '^PASS' "$log") passed, $(grep -c '^SKIP' "$log") skipped ($(grep '^SKIP' "$log" | cut -d: -f1 | cut -c6- | tr '\n' ' '))"
+  if ((status == 0)) && ! grep -q '^FAIL' "$log"; then
+    record "$name" PASS "$summary"
+  else
+    record "$name" FAIL "$(grep -m4 '^FAIL' "$log" | cut -c1-300 | tr '\n' ' ')$(tail -1 "$log")"
   fi
 }
 
@@ -234,6 +278,10 @@ if ((difftest_only)); then
 fi
 if ((python_only)); then
   python_step
+  summary
+fi
+if ((multi)); then
+  multi_step
   summary
 fi
 

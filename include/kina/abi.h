@@ -214,16 +214,20 @@ int32_t _mlir_ciface_runtime_host_alloc_unranked(KinaUnrankedMemRef *out,
  * `kina_<prefix><fn>`, so a Kina function named `td_f` would own
  * `kina_td_f`; no `kina_` symbol can start with `kinatd_`.
  * Inputs and outputs are any strided views (strides in elements, 0 and
- * negative allowed for inputs); an output may alias an input (results are
- * computed into runtime buffers, then copied out). Returns 0 or one of the
- * KINA_TD_* codes below; kina_last_error() says why.
+ * negative allowed for inputs, negative for outputs; a stride 0 on an
+ * output dim of size > 1 is -8), on both targets; an output may alias an
+ * input (results are computed into runtime buffers, an input that an
+ * output overlaps is first copied, then results are written out). Returns
+ * 0 or one of the KINA_TD_* codes below; kina_last_error() says why.
  * The cpu target ignores `device_id` and `raw_stream`. The cuda target's
- * entries run on CUDA device max(device_id, 0) and on the caller's stream
- * `raw_stream` (a CUstream/cudaStream_t; 0 the default stream), take
- * row-major contiguous tensors in memory that device can read (cudaMalloc,
- * PyTorch's caching allocator, managed memory), synchronise that stream
- * before returning (the outputs are ready, as the seed's sync_on) and never
- * the whole device.
+ * entries run on CUDA device max(device_id, 0) (that device's primary
+ * context; the caller's current context is restored before returning) and
+ * on the caller's stream `raw_stream` (a CUstream/cudaStream_t of that
+ * device; 0 the default stream), take tensors in memory that device can
+ * read (cudaMalloc, PyTorch's caching allocator, managed memory), gather
+ * strided inputs and scatter into strided outputs with a kernel on that
+ * stream, synchronise that stream before returning (the outputs are ready,
+ * as the seed's sync_on) and never the whole device.
  *===----------------------------------------------------------------------===*/
 
 /** Largest rank a KinaTensorDesc carries (the seed's shape[4]). */
@@ -275,9 +279,10 @@ typedef struct KinaTensorDesc {
  *  size > 1) or whose memory overlaps another output's: refused before
  *  anything is computed. */
 #define KINA_TD_OVERLAPPING_OUTPUT (-8)
-/** A tensor that is not row-major contiguous passed to an entry of a
- *  --target=cuda library, which takes contiguous device tensors only (the
- *  kina package makes views contiguous on the caller's stream first). */
+/** A layout an entry cannot take. Reserved: no entry returns it since the
+ *  cuda entries take strided views (they returned it for a view that was
+ *  not row-major contiguous before); kept so that the code keeps its
+ *  meaning. */
 #define KINA_TD_UNSUPPORTED_LAYOUT (-9)
 
 #if defined(__cplusplus)

@@ -129,10 +129,11 @@ int32_t kina_rt_check_version(const char *entry, int32_t abi_version,
 
 /** Clears the last error, checks every descriptor (null: -5, dtype: -2,
  *  ndim/shape: -6, overlapping outputs: -8), zeroes the result slots and
- *  fills each argument slot: the caller's memory when row-major contiguous,
- *  else a contiguous host copy of the strided view (allocation failure:
- *  -7). Returns 0 or a KINA_TD_* code; on failure nothing stays allocated.
- *  `entry` names the entry in messages. */
+ *  fills each argument slot: the caller's memory when row-major contiguous
+ *  and no output's bytes overlap it, else a contiguous host copy of the
+ *  view (allocation failure: -7), so that writing the outputs never changes
+ *  what a result is read from. Returns 0 or a KINA_TD_* code; on failure
+ *  nothing stays allocated. `entry` names the entry in messages. */
 int32_t kina_rt_td_prepare(const char *entry, const int32_t *table,
                            const KinaTensorDesc *const *outs,
                            const KinaTensorDesc *const *ins, void *scratch);
@@ -147,14 +148,19 @@ int32_t kina_rt_td_finish(const char *entry, const int32_t *table,
                           const KinaTensorDesc *const *ins, void *scratch,
                           int32_t status);
 
-/** The cuda target's kina_rt_td_prepare: the same checks, then every
- *  tensor must be row-major contiguous (-9, KINA_TD_UNSUPPORTED_LAYOUT:
- *  the kina package copies other views on the caller's stream first); each
- *  argument slot is the caller's memory. Then opens the call's GPU frame
- *  with kina_rt_gpu_enter_stream(max(device_id, 0), raw_stream) (-4 when
- *  it fails) and checks with kina_rt_gpu_check_argument that the GPU of
- *  that device can read every tensor (-4: host memory, another device's).
- *  Returns 0 with the frame open, or a KINA_TD_* code with it closed. */
+/** The cuda target's kina_rt_td_prepare: the same descriptor checks (no
+ *  GPU needed), then opens the call's GPU frame with
+ *  kina_rt_gpu_enter_stream(max(device_id, 0), raw_stream) (-4 when it
+ *  fails: no driver, no such device; never device 0 in place of the one
+ *  given), checks with kina_rt_gpu_check_argument that the GPU of that
+ *  device can read every tensor (-4: host memory, another device's), and
+ *  fills the argument slots as kina_rt_td_prepare does: the caller's memory
+ *  when row-major contiguous and no output overlaps it, else a contiguous
+ *  buffer of that device (runtime_gpu_alloc_unranked; -7) filled by the
+ *  runtime's strided-copy kernel on `raw_stream` (any strides, 0 and
+ *  negative included; its launch failing: -3). Nothing synchronises.
+ *  Returns 0 with the frame open, or a KINA_TD_* code with it closed (the
+ *  stream synchronised) and the buffers released. */
 int32_t kina_rt_td_gpu_prepare(const char *entry, const int32_t *table,
                                const KinaTensorDesc *const *outs,
                                const KinaTensorDesc *const *ins, void *scratch,
@@ -163,13 +169,15 @@ int32_t kina_rt_td_gpu_prepare(const char *entry, const int32_t *table,
 /** The cuda target's kina_rt_td_finish, after `kina_<fn>` ran inside the
  *  frame kina_rt_td_gpu_prepare opened: maps a non-zero `status` as
  *  kina_rt_td_finish does; otherwise checks each result's sizes against its
- *  output descriptor (-6) and copies the result into it with cuMemcpyAsync
- *  on `raw_stream`. Then closes the frame (kina_rt_gpu_exit: the stream is
- *  synchronised, so the outputs are ready on return, as the seed's
- *  `sync_on(&stream)`; no device-wide synchronisation; its failure: -3) and
- *  frees every result buffer (once; not one that is an argument's).
- *  `device_id` and `raw_stream` are prepare's. Returns 0 or a KINA_TD_*
- *  code. */
+ *  output descriptor (-6) and writes the result into it on `raw_stream`:
+ *  cuMemcpyAsync when both are row-major contiguous, else the runtime's
+ *  strided-copy kernel (any strides; -3 if it cannot be launched). Then
+ *  closes the frame (kina_rt_gpu_exit: the stream is synchronised, so the
+ *  outputs are ready on return, as the seed's `sync_on(&stream)`; no
+ *  device-wide synchronisation; its failure: -3) and frees every result
+ *  buffer (once; not one that is an argument's) and prepare's argument
+ *  copies. `device_id` and `raw_stream` are prepare's. Returns 0 or a
+ *  KINA_TD_* code. */
 int32_t kina_rt_td_gpu_finish(const char *entry, const int32_t *table,
                               const KinaTensorDesc *const *outs,
                               const KinaTensorDesc *const *ins, void *scratch,

@@ -220,11 +220,11 @@ class Function:
                                  f"{x.device}, but the library was compiled "
                                  "for the cuda target: pass CUDA tensors")
             # Forward only, as the seed's wrappers: inputs that require grad
-            # are detached (the result does not require grad).
-            x = x.detach()
-            # The cuda entries take contiguous tensors: PyTorch copies any
-            # other view on the current stream (the one the call runs on).
-            return x.contiguous() if cuda else x
+            # are detached (the result does not require grad). Views cross
+            # as they are, strides and all: the cpu entries copy what they
+            # must on the host, the cuda entries gather on the GPU on the
+            # caller's stream (kina/abi.h).
+            return x.detach()
         if cuda:
             raise _error(-4, f"{self.name}: %{spec['name']} is a "
                              f"{type(x).__name__} in host memory, but the "
@@ -299,14 +299,8 @@ class Function:
                                      f"on {where}, but the call runs on "
                                      f"{device}")
 
-        # The cuda entries write contiguous outputs: a strided out= view
-        # gets a contiguous stand-in, copied into it after the call.
-        targets = list(outs)
-        if cuda:
-            outs = [o if o.is_contiguous() else
-                    _torch().empty(o.shape, dtype=o.dtype, device=device)
-                    for o in outs]
-
+        # Outputs are written where they are, any strides (the entry
+        # refuses a stride 0 on a dim of size > 1 with -8).
         for t in prepared + outs:
             if t.ndim > _MAX_RANK:
                 raise _error(-6, f"{self.name}: rank {t.ndim} is above "
@@ -320,8 +314,10 @@ class Function:
             self._fill(descs[len(outs) + i], x, spec["element_type"])
         ptrs = [descs + i for i in range(len(outs) + len(prepared))]
         # The host target ignores device and stream (device_id 0, stream 0);
-        # a cuda library gets the tensors' device and PyTorch's current
-        # stream on it (the seed: device index, raw stream).
+        # a cuda library gets the tensors' device index and PyTorch's current
+        # stream OF THAT DEVICE (the seed: device index, raw stream), not the
+        # current device's: the entry runs there and restores the caller's
+        # current context.
         device_id, stream = 0, 0
         if cuda:
             device_id = device.index
@@ -334,9 +330,6 @@ class Function:
         del ptrs, descs, prepared
         if rc != 0:
             raise _error(int(rc), message)
-        for target, o in zip(targets, outs):
-            if target is not o:
-                target.copy_(o)  # On the current stream, after the call.
         if out is not None:
             return out
         return outs[0] if len(outs) == 1 else tuple(outs)

@@ -2,12 +2,13 @@
 (ops.kir), on PyTorch CUDA tensors: the caller's stream (a non-default
 one, and the default stream), the tensors' device (also with the current
 device set elsewhere, where two GPUs allow), every dtype with contiguous,
-transposed, sliced and broadcast views (made contiguous by the package on
-the caller's stream), strided out=, results against PyTorch eager within
-docs/tolerances.md, no leak over 10^4 calls (torch.cuda.memory_allocated
-and the runtime's registry flat), no device-wide synchronisation (an event
-on another stream still pending after the call), and the C entry's codes
-for host memory (-4) and a strided descriptor (-9).
+transposed, sliced and broadcast views (passed as they are: the entry
+gathers them on the caller's stream), strided and aliasing out=, results
+against PyTorch eager within docs/tolerances.md, no leak over 10^4 calls
+(torch.cuda.memory_allocated and the runtime's registry flat), no
+device-wide synchronisation (an event on another stream still pending
+after the call), and the C entry's codes for host memory (-4), overlapping
+outputs (-8), with strided and negative-stride descriptors computed.
 
 Without a CUDA device the GPU tests skip, saying so; the library is still
 compiled (when ptxas is there) and its entries must return -4 naming the
@@ -151,11 +152,41 @@ def test_without_gpu():
         assert ("CUDA driver not found" in message
                 or "no CUDA device" in message
                 or "CUDA device" in message), message
-    # A strided (transposed) descriptor: refused before any GPU work.
+    # A strided (transposed) descriptor passes the checks and then meets
+    # the same GPU condition.
     t = np.ones((3, 2), np.float32).T
     descs = [tensor_desc(m, x, 0) for x in (out, t, a)]
-    assert m._lib.kinatd_add_f32(*descs, 0, 0) == -9
-    assert "not row-major contiguous" in last_error(m)
+    assert m._lib.kinatd_add_f32(*descs, 0, 0) == -4, last_error(m)
+    # Overlapping outputs are refused before any GPU work (-8).
+    wide = np.ones((2, 6), np.float32)
+    broadcast = tensor_desc(m, out, 0)
+    broadcast.strides[0] = 0
+    descs = [broadcast, tensor_desc(m, a, 0), tensor_desc(m, a, 0)]
+    assert m._lib.kinatd_add_f32(*descs, 0, 0) == -8
+    assert "stride 0" in last_error(m)
+    v = np.ones(4, np.float32)
+    descs = [tensor_desc(m, x, 0) for x in (wide[0, :4], wide[0, 2:6], v, v)]
+    assert m._lib.kinatd_sum_diff(*descs, 0, 0) == -8
+    assert "overlaps output 0" in last_error(m)
+
+
+def test_device_checks_without_gpu():
+    """tests/python/multi_gpu_check.py (issue 17) where there is no GPU:
+    invalid ordinals and $KINA_DEVICE values give the documented statuses
+    (3 naming the missing driver, 1 for a value that is not an ordinal,
+    -4 from kinatd_), the device checks are skipped saying why; exit 0.
+    On a GPU machine `scripts/gpu-check.sh --multi` runs the whole script."""
+    if HAVE_GPU:
+        skip("a GPU is here: scripts/gpu-check.sh --multi runs these checks")
+    proc = subprocess.run(
+        [sys.executable, os.path.join(HERE, "multi_gpu_check.py"),
+         cuda_library_path()], capture_output=True, text=True, timeout=600)
+    out = proc.stdout
+    assert proc.returncode == 0 and "FAIL" not in out, out + proc.stderr
+    for name in ("invalid-device", "kina-device-invalid",
+                 "kina-device-not-a-number"):
+        assert f"PASS {name}:" in out, out
+    assert "SKIP set-device: no CUDA device" in out, out
 
 
 # --- On a GPU -----------------------------------------------------------------
@@ -229,6 +260,56 @@ def test_forward_against_eager():
         assert torch.equal(m.ident(v), v)
 
 
+def test_views_cross_as_they_are():
+    """The package hands strided views to the entry unchanged: the only
+    PyTorch allocation of a call on views is its output (a copy made by the
+    package would be a second one); a strided out= is written in place."""
+    need_gpu()
+    m = load()
+    base = sample(torch.float32, (64, 64), seed=7)
+    a, b = base.t(), base[::2, ::2].repeat(2, 2).t()[:, :]
+    m.add_f32(a, b)  # Loads the module.
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_stats()["allocation.all.allocated"]
+    got = m.add_f32(a, b)
+    after = torch.cuda.memory_stats()["allocation.all.allocated"]
+    assert after - before == 1, f"{after - before} PyTorch allocations"
+    assert torch.equal(got, a + b)
+    big = torch.zeros(64, 128, device="cuda")
+    before = torch.cuda.memory_stats()["allocation.all.allocated"]
+    m.add_f32(a, b, out=big[:, 1::2])
+    after = torch.cuda.memory_stats()["allocation.all.allocated"]
+    assert after == before
+    assert torch.equal(big[:, 1::2], a + b)
+    assert bool((big[:, ::2] == 0).all())
+
+
+def test_aliasing_outputs():
+    """Outputs that alias inputs: in place, transposed onto the input,
+    shifted over a function's returned parameter; a broadcast out= (-8)."""
+    need_gpu()
+    m = load()
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        x = sample(torch.float32, (16, 16), seed=8)
+        y = sample(torch.float32, (16, 16), seed=9)
+        x0 = x.clone()
+        m.add_f32(x, y, out=x)
+        assert torch.equal(x, x0 + y)
+        x = x0.clone()
+        m.add_f32(x, y, out=x.t())
+        assert torch.equal(x.t(), x0 + y)
+        base = torch.arange(8.0, device="cuda")
+        m.ident(base[0:6], out=base[1:7])
+        assert base.tolist() == [0, 0, 1, 2, 3, 4, 5, 7]
+        try:
+            m.add_f32(x, y, out=torch.zeros(16, device="cuda").expand(16, 16))
+            raise AssertionError("a stride-0 output was accepted")
+        except kina.KinaError as e:
+            assert e.code == -8 and "stride 0" in e.message, e
+    stream.synchronize()
+
+
 def test_runs_on_the_callers_stream():
     """Work queued on the caller's stream before the call (a sleep, then a
     copy into x) must be seen by the call: its kernels are ordered after
@@ -300,13 +381,16 @@ def test_no_leak_over_10000_calls():
     x = sample(torch.float32, (33, 4))
     w = sample(torch.float32, (4, 3), seed=2)
     b = sample(torch.float32, (3,), seed=3)
-    xt = x.t().contiguous().t()  # Column-major: copied by the package.
+    # Column-major: gathered into a runtime buffer by the entry.
+    xt = x.t().contiguous().t()
     out = torch.empty(33, 3, device="cuda")
+    big = torch.empty(33, 6, device="cuda")
+    strided = big[:, ::2]  # Scattered into by the entry's kernel.
     stream = torch.cuda.Stream()
     with torch.cuda.stream(stream):
         for _ in range(10):
             m.forward(x, w, b, out=out)
-            m.forward(xt, w, b)
+            m.forward(xt, w, b, out=strided)
     torch.cuda.synchronize()
     allocated = torch.cuda.memory_allocated()
     live = m.live_buffers()
@@ -315,16 +399,19 @@ def test_no_leak_over_10000_calls():
             if i % 2:
                 m.forward(x, w, b, out=out)
             else:
-                m.forward(xt, w, b)
+                m.forward(xt, w, b, out=strided)
     torch.cuda.synchronize()
     assert torch.cuda.memory_allocated() == allocated
     assert m.live_buffers() == live
     check_close(out, x.double() @ w.double() + b.double(), 1e-5)
+    check_close(strided, x.double() @ w.double() + b.double(), 1e-5)
 
 
 def test_c_entry_codes_on_gpu():
     """From C on a GPU: CUDA memory of the right device passes, host memory
-    is -4 naming it, a strided descriptor -9, a null descriptor -5."""
+    is -4 naming it, a null descriptor -5; transposed, negative-stride and
+    broadcast descriptors are computed (gathered on the caller's stream),
+    a negative-stride output written in place; an invalid device -4."""
     need_gpu()
     m = load()
     a = torch.ones(2, 3, device="cuda")
@@ -336,9 +423,31 @@ def test_c_entry_codes_on_gpu():
     assert torch.equal(out, a + a)
     assert m._lib.kinatd_add_f32(descs[0], m._ffi.NULL, descs[2], 0,
                                  stream) == -5
-    t = torch.ones(3, 2, device="cuda").t()
+    t = sample(torch.float32, (3, 2), seed=10).t()
     descs = [tensor_desc(m, x, 0) for x in (out, t, a)]
-    assert m._lib.kinatd_add_f32(*descs, 0, stream) == -9
+    assert m._lib.kinatd_add_f32(*descs, 0, stream) == 0, last_error(m)
+    torch.cuda.synchronize()
+    assert torch.equal(out, t + a)
+    # Negative strides (which PyTorch cannot make): both dims reversed, for
+    # an input and for the output; a stride-0 broadcast input.
+    src = sample(torch.float32, (2, 3), seed=11)
+    rev = tensor_desc(m, src, 0)
+    rev.ptr = src.data_ptr() + 4 * (src.numel() - 1)
+    rev.strides[0], rev.strides[1] = -3, -1
+    row = sample(torch.float32, (3,), seed=12)
+    bc = tensor_desc(m, row, 0)
+    bc.ndim, bc.shape[0], bc.shape[1], bc.strides[0], bc.strides[1] = 2, 2, 3, 0, 1
+    dst = torch.zeros(2, 3, device="cuda")
+    rout = tensor_desc(m, dst, 0)
+    rout.ptr = dst.data_ptr() + 4 * (dst.numel() - 1)
+    rout.strides[0], rout.strides[1] = -3, -1
+    assert m._lib.kinatd_add_f32(rout, rev, bc, 0, stream) == 0, last_error(m)
+    torch.cuda.synchronize()
+    assert torch.equal(dst.flip(0, 1), src.flip(0, 1) + row.expand(2, 3))
+    descs = [tensor_desc(m, x, 0) for x in (out, a, a)]
+    count = torch.cuda.device_count()
+    assert m._lib.kinatd_add_f32(*descs, count, stream) == -4
+    assert "does not exist" in last_error(m), last_error(m)
 
 
 def main():

@@ -93,6 +93,19 @@ def test_out_strided_and_aliasing(ops):
     r = np.zeros((3, 4))
     ops.add_f64(want, c, out=r[::-1, ::-1])
     np.testing.assert_array_equal(r[::-1, ::-1], want + c)
+    # A function returning its parameter, the output overlapping that input
+    # shifted or reversed: the input is copied before anything is written.
+    base = np.arange(8, dtype=np.float32)
+    ops.ident(base[0:6], out=base[1:7])
+    np.testing.assert_array_equal(base, [0, 0, 1, 2, 3, 4, 5, 7])
+    base = np.arange(6, dtype=np.float32)
+    ops.ident(base, out=base[::-1])
+    np.testing.assert_array_equal(base, [5, 4, 3, 2, 1, 0])
+    # Two results, each output overlapping the other result's input.
+    p, q = np.arange(4, dtype=np.float32), np.ones(4, dtype=np.float32)
+    ops.sum_diff(p.copy(), q, out=(q, p))
+    np.testing.assert_array_equal(q, [1, 2, 3, 4])
+    np.testing.assert_array_equal(p, [-1, 0, 1, 2])
 
 
 def test_dynamic_result_needs_out(ops):

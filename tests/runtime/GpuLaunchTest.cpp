@@ -18,7 +18,14 @@
 //     kernel with more than 48 KiB of dynamic shared memory runs; host
 //     memory is rejected with status 1; launch errors come back from
 //     kina_rt_gpu_exit with CUDA's error name; 10^4 alloc/launch/free
-//     cycles leave the registry and cuMemGetInfo flat.
+//     cycles leave the registry and cuMemGetInfo flat; the runtime's
+//     strided-copy kernel (GpuStrided.h) gathers and scatters transposed,
+//     negative-stride, broadcast and rank-0 to rank-4 layouts of every
+//     element size on the call's stream.
+//   * GpuStrided / GpuNoDriver.TensorDesc* (every machine): the strided
+//     copy refuses bad ranks and sizes and runs only inside a call frame;
+//     kina_rt_td_gpu_prepare checks descriptors before any GPU work (-8)
+//     and takes strided views (no -9): without a driver they get -4.
 //
 //===----------------------------------------------------------------------===//
 #include "RuntimeTestUtil.h"
@@ -26,6 +33,7 @@
 #include "CudaDriver.h"
 #include "GpuLaunch.h"
 #include "GpuMemory.h"
+#include "GpuStrided.h"
 #include "kernels/TestKernels.h"
 
 #include <gtest/gtest.h>
@@ -196,6 +204,83 @@ TEST(GpuNoDriver, EveryFunctionRecordsStatus3) {
     if (runtime_live_buffer_count() != 0)
       return std::string("buffers recorded");
     return problem;
+  });
+}
+
+/// The table of a kinatd_ entry with one f32 rank-2 result and two f32
+/// rank-2 arguments (kina/runtime.h: [results, args, (dtype, rank)...]).
+const int32_t kAddTable[] = {1, 2, 0, 2, 0, 2, 0, 2};
+
+/// A rank-2 f32 KinaTensorDesc over `p`.
+KinaTensorDesc desc2(const void *p, int64_t s0, int64_t s1, int64_t st0,
+                     int64_t st1) {
+  KinaTensorDesc d{};
+  d.ptr = reinterpret_cast<uint64_t>(p);
+  d.ndim = 2;
+  d.shape[0] = s0;
+  d.shape[1] = s1;
+  d.strides[0] = st0;
+  d.strides[1] = st1;
+  d.dtype = KINA_TD_DTYPE_F32;
+  return d;
+}
+
+TEST(GpuStrided, RefusesBadSizesAndRunsOnlyInAFrame) {
+  float a[4] = {0}, b[4] = {0};
+  int64_t shape[2] = {2, 2}, strides[2] = {2, 1};
+  kina_rt_begin_call();
+  EXPECT_EQ(
+      kina::rt::gpu::stridedCopy("t", a, strides, b, strides, shape, 2, 3),
+      KINA_STATUS_VALIDATION_ERROR);
+  EXPECT_EQ(
+      kina::rt::gpu::stridedCopy("t", a, strides, b, strides, shape, 5, 4),
+      KINA_STATUS_VALIDATION_ERROR);
+  EXPECT_EQ(
+      kina::rt::gpu::stridedCopy("t", a, strides, b, strides, shape, 2, 4),
+      KINA_STATUS_INTERNAL_ERROR);
+  EXPECT_TRUE(contains(kina_last_error(), "outside a GPU call frame"))
+      << kina_last_error();
+}
+
+TEST(GpuStrided, TensorDescChecksComeBeforeTheGpu) {
+  // No GPU work for these (a stride-0 output, overlapping outputs): -8 on
+  // any machine, nothing allocated, no frame left open.
+  float x[6] = {0}, y[6] = {0}, out[6] = {0};
+  KinaMemRef4 scratch[3];
+  KinaTensorDesc o = desc2(out, 2, 3, 0, 1), a = desc2(x, 2, 3, 3, 1),
+                 b = desc2(y, 2, 3, 3, 1);
+  const KinaTensorDesc *outs[] = {&o};
+  const KinaTensorDesc *ins[] = {&a, &b};
+  EXPECT_EQ(
+      kina_rt_td_gpu_prepare("kinatd_add", kAddTable, outs, ins, scratch, 0, 0),
+      KINA_TD_OVERLAPPING_OUTPUT);
+  EXPECT_TRUE(contains(kina_last_error(), "kinatd_add: output 0 dim 0 has "
+                                          "stride 0"))
+      << kina_last_error();
+  EXPECT_EQ(kina_rt_gpu_exit(), KINA_STATUS_INTERNAL_ERROR); // None open.
+  EXPECT_EQ(runtime_live_buffer_count(), 0);
+}
+
+TEST(GpuNoDriver, TensorDescStridedViewsReachTheDevice) {
+  withoutDriver([] {
+    // A transposed and a negative-stride input: no layout error (-9) any
+    // more; the device setup is what fails here (-4), naming the driver.
+    float x[6] = {0}, y[6] = {0}, out[6] = {0};
+    KinaMemRef4 scratch[3];
+    KinaTensorDesc o = desc2(out, 2, 3, 3, 1), a = desc2(x, 2, 3, 1, 2),
+                   b = desc2(y + 5, 2, 3, -3, -1);
+    const KinaTensorDesc *outs[] = {&o};
+    const KinaTensorDesc *ins[] = {&a, &b};
+    int32_t rc = kina_rt_td_gpu_prepare("kinatd_add", kAddTable, outs, ins,
+                                        scratch, 1, 0);
+    if (rc != KINA_TD_DEVICE_ERROR)
+      return "kina_rt_td_gpu_prepare = " + std::to_string(rc) + ": " +
+             kina_last_error();
+    if (!contains(kina_last_error(), "CUDA driver not found"))
+      return std::string("message: ") + kina_last_error();
+    if (runtime_live_buffer_count() != 0)
+      return std::string("buffers recorded");
+    return std::string();
   });
 }
 
@@ -522,6 +607,97 @@ TEST_F(GpuLaunch, TenThousandCallsLeakNothing) {
   int64_t lost =
       static_cast<int64_t>(freeBefore) - static_cast<int64_t>(freeAfter);
   EXPECT_LE(lost, 4 << 20) << "device memory lost over " << calls << " calls";
+}
+
+/// A managed buffer of `bytes` from runtime_gpu_alloc_unranked.
+struct ManagedBytes {
+  TestMemRef<1> ref;
+  explicit ManagedBytes(int64_t bytes) : ref({bytes}) {
+    EXPECT_EQ(_mlir_ciface_runtime_gpu_alloc_unranked(&ref.unranked, 1), 0)
+        << kina_last_error();
+  }
+  ~ManagedBytes() { runtime_free(ref.ranked.allocated); }
+  char *data() const { return static_cast<char *>(ref.ranked.aligned); }
+};
+
+/// Element (linear index `i`) of a value of `size` (<= 8) bytes: distinct
+/// bytes.
+void putElement(char *p, int64_t size, int64_t i) {
+  for (int64_t k = 0; k < size && k < 8; ++k)
+    p[k] = static_cast<char>((i * 7 + k * 31 + 1) & 0x7f);
+}
+
+TEST_F(GpuLaunch, StridedCopyGathersAndScatters) {
+  struct Case {
+    const char *name;
+    int32_t rank;
+    int64_t shape[4];
+    int64_t from[4]; // Source strides (elements), relative to `origin`.
+    int64_t origin;  // Source element offset of element [0, ...].
+  };
+  // Source: a dense row-major array of 4096 elements; each case reads a
+  // view of it and writes it contiguously, then scatters it back into a
+  // reversed (negative-stride) destination.
+  const Case cases[] = {
+      {"rank 0", 0, {}, {}, 5},
+      {"contiguous", 1, {300}, {1}, 0},
+      {"transposed", 2, {16, 24}, {1, 16}, 0},
+      {"negative", 2, {7, 9}, {-9, -1}, 62},
+      {"broadcast", 3, {4, 5, 6}, {0, 6, 1}, 0},
+      {"rank 4", 4, {3, 2, 5, 7}, {1, 3, 6, 30}, 0},
+      {"sliced", 2, {5, 3}, {40, 2}, 11},
+  };
+  for (int64_t size : {1, 2, 4, 8}) {
+    ManagedBytes source(4096 * size);
+    for (int64_t i = 0; i < 4096; ++i)
+      putElement(source.data() + i * size, size, i);
+    for (const Case &c : cases) {
+      SCOPED_TRACE(std::string(c.name) + ", " + std::to_string(size) +
+                   "-byte elements");
+      int64_t count = 1;
+      for (int32_t k = 0; k < c.rank; ++k)
+        count *= c.shape[k];
+      int64_t dense[4] = {0, 0, 0, 0}, reversed[4] = {0, 0, 0, 0};
+      int64_t stride = 1;
+      for (int32_t k = c.rank - 1; k >= 0; --k) {
+        dense[k] = stride;
+        reversed[k] = -stride;
+        stride *= c.shape[k];
+      }
+      ManagedBytes gathered(count * size), scattered(count * size);
+      std::memset(scattered.data(), 0, count * size);
+      kina_rt_begin_call();
+      ASSERT_EQ(kina_rt_gpu_enter(), 0) << kina_last_error();
+      EXPECT_EQ(kina::rt::gpu::stridedCopy("test", gathered.data(), dense,
+                                           source.data() + c.origin * size,
+                                           c.from, c.shape, c.rank, size),
+                0)
+          << kina_last_error();
+      // Scatter into the destination reversed in every dim: element
+      // [0, ...] is the last one in memory.
+      EXPECT_EQ(kina::rt::gpu::stridedCopy(
+                    "test", scattered.data() + (count - 1) * size, reversed,
+                    gathered.data(), dense, c.shape, c.rank, size),
+                0)
+          << kina_last_error();
+      ASSERT_EQ(kina_rt_gpu_exit(), 0) << kina_last_error();
+      for (int64_t i = 0; i < count; ++i) {
+        int64_t rest = i, offset = c.origin;
+        for (int32_t k = c.rank - 1; k >= 0; --k) {
+          offset += (rest % c.shape[k]) * c.from[k];
+          rest /= c.shape[k];
+        }
+        char want[8];
+        putElement(want, size, offset);
+        ASSERT_EQ(std::memcmp(gathered.data() + i * size, want, size), 0)
+            << "gathered element " << i;
+        ASSERT_EQ(
+            std::memcmp(scattered.data() + (count - 1 - i) * size, want, size),
+            0)
+            << "scattered element " << i;
+      }
+    }
+  }
 }
 
 } // namespace

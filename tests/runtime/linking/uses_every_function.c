@@ -97,8 +97,9 @@ int main(void) {
   CHECK(kina_rt_gpu_enter_stream(0, 0) == 3);
   CHECK(strstr(kina_last_error(), "CUDA driver not found"));
   CHECK(kina_rt_gpu_exit() == 5); /* No frame was opened. */
-  /* The cuda TensorDesc frame: a strided input is -9 before any GPU
-   * work; a contiguous call cannot open its frame without a driver (-4). */
+  /* The cuda TensorDesc frame: a stride-0 output is -8 before any GPU
+   * work; a strided input passes the checks (no -9 any more) and, like a
+   * contiguous call, cannot open its frame without a driver (-4). */
   {
     static const int32_t table[] = {1, 1, KINA_TD_DTYPE_F32, 2,
                                     KINA_TD_DTYPE_F32, 2};
@@ -111,8 +112,15 @@ int main(void) {
     const KinaTensorDesc *outs[1] = {&plain};
     const KinaTensorDesc *ins[1] = {&transposed};
     KinaMemRef4 scratch[2];
+    KinaTensorDesc broadcast = plain;
+    broadcast.strides[0] = 0;
+    outs[0] = &broadcast;
     CHECK(kina_rt_td_gpu_prepare("kinatd_f", table, outs, ins, scratch, 0,
-                                 0) == KINA_TD_UNSUPPORTED_LAYOUT);
+                                 0) == KINA_TD_OVERLAPPING_OUTPUT);
+    outs[0] = &plain;
+    CHECK(kina_rt_td_gpu_prepare("kinatd_f", table, outs, ins, scratch, 0,
+                                 0) == KINA_TD_DEVICE_ERROR);
+    CHECK(strstr(kina_last_error(), "CUDA driver not found"));
     ins[0] = &plain;
     CHECK(kina_rt_td_gpu_prepare("kinatd_f", table, outs, ins, scratch, 0,
                                  0) == KINA_TD_DEVICE_ERROR);
