@@ -441,6 +441,40 @@ int32_t pendCudaError(const cuda::DriverApi &api, CUresult result,
 bool inCall() noexcept { return threadGpu().callDepth > 0; }
 
 int64_t moduleLoadCount() noexcept { return moduleLoads.load(); }
+
+CUresult pointerFacts(const cuda::DriverApi &api, const void *pointer,
+                      PointerFacts &facts) noexcept {
+  // cuPointerGetAttributes (CUDA 7+) answers the three questions in one
+  // driver call; a pointer the driver does not know gets memory type 0
+  // and CUDA_SUCCESS. Looked up once; without it, one call per attribute.
+  using GetAttributes =
+      CUresult (*)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
+  static const auto getAttributes = reinterpret_cast<GetAttributes>(
+      cuda::driverSymbol("cuPointerGetAttributes"));
+  CUdeviceptr address = devicePointer(pointer);
+  if (getAttributes) {
+    CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                        CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                        CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+    void *values[] = {&facts.memoryType, &facts.managed, &facts.ordinal};
+    facts.query = "cuPointerGetAttributes(MEMORY_TYPE, IS_MANAGED, "
+                  "DEVICE_ORDINAL)";
+    return getAttributes(3, attributes, values, address);
+  }
+  facts.query = "cuPointerGetAttribute(MEMORY_TYPE)";
+  CUresult result = api.cuPointerGetAttribute(
+      &facts.memoryType, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, address);
+  if (result != CUDA_SUCCESS || facts.memoryType != CU_MEMORYTYPE_DEVICE)
+    return result;
+  facts.query = "cuPointerGetAttribute(IS_MANAGED)";
+  result = api.cuPointerGetAttribute(&facts.managed,
+                                     CU_POINTER_ATTRIBUTE_IS_MANAGED, address);
+  if (result != CUDA_SUCCESS || facts.managed)
+    return result;
+  facts.query = "cuPointerGetAttribute(DEVICE_ORDINAL)";
+  return api.cuPointerGetAttribute(
+      &facts.ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, address);
+}
 int64_t liveStreamCount() noexcept { return liveStreams.load(); }
 
 } // namespace kina::rt::gpu
@@ -906,56 +940,39 @@ int32_t kina_rt_gpu_check_argument(const void *allocated, const char *function,
   return kina::rt::guardStatus(where, [&] {
     if (!allocated)
       return KINA_STATUS_SUCCESS; // An empty array: nothing to read.
-    std::string name = std::string("argument %") + (argument ? argument : "?");
     const kina::rt::cuda::Driver *driver = nullptr;
     int32_t status = kina::rt::cuda::loadDriver(where, driver);
     if (status != KINA_STATUS_SUCCESS)
       return status;
     const kina::rt::cuda::DriverApi &api = driver->api;
-    char address[32];
-    std::snprintf(address, sizeof(address), "%p", allocated);
-    unsigned int memoryType = 0;
-    CUresult result =
-        api.cuPointerGetAttribute(&memoryType, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
-                                  kina::rt::gpu::devicePointer(allocated));
+    kina::rt::gpu::PointerFacts facts;
+    CUresult result = kina::rt::gpu::pointerFacts(api, allocated, facts);
+    auto name = [&] {
+      char address[32];
+      std::snprintf(address, sizeof(address), "%p", allocated);
+      return std::string("argument %") + (argument ? argument : "?") + " (" +
+             address + ")";
+    };
+    if (result == CUDA_SUCCESS && facts.memoryType == 0)
+      result = CUDA_ERROR_INVALID_VALUE; // Unknown to the driver: host memory.
     if (result == CUDA_ERROR_INVALID_VALUE)
       return kina::rt::fail(
           KINA_STATUS_VALIDATION_ERROR,
-          std::string(where) + ": " + name + " (" + address +
-              ") is ordinary host memory, which the GPU cannot read: a "
+          std::string(where) + ": " + name() +
+              " is ordinary host memory, which the GPU cannot read: a "
               "--target=cuda function takes CUDA managed or device memory "
               "(cudaMallocManaged, cudaMalloc, a PyTorch CUDA tensor, or "
               "runtime_gpu_alloc_unranked)");
     if (result != CUDA_SUCCESS)
       return kina::rt::fail(
           KINA_STATUS_GPU_ERROR,
-          std::string(where) + ": cuPointerGetAttribute(MEMORY_TYPE) of " +
-              name +
+          std::string(where) + ": " + facts.query + " of " + name() +
               " failed: " + kina::rt::cuda::describeResult(&api, result));
-    if (memoryType != CU_MEMORYTYPE_DEVICE)
+    if (facts.memoryType != CU_MEMORYTYPE_DEVICE)
       return KINA_STATUS_SUCCESS; // Page-locked host memory: mapped.
-    unsigned int managed = 0;
-    result =
-        api.cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED,
-                                  kina::rt::gpu::devicePointer(allocated));
-    if (result != CUDA_SUCCESS)
-      return kina::rt::fail(
-          KINA_STATUS_GPU_ERROR,
-          std::string(where) + ": cuPointerGetAttribute(IS_MANAGED) of " +
-              name +
-              " failed: " + kina::rt::cuda::describeResult(&api, result));
-    if (managed)
+    if (facts.managed)
       return KINA_STATUS_SUCCESS; // Any device can read managed memory.
-    int ordinal = -1;
-    result =
-        api.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                                  kina::rt::gpu::devicePointer(allocated));
-    if (result != CUDA_SUCCESS)
-      return kina::rt::fail(
-          KINA_STATUS_GPU_ERROR,
-          std::string(where) + ": cuPointerGetAttribute(DEVICE_ORDINAL) of " +
-              name +
-              " failed: " + kina::rt::cuda::describeResult(&api, result));
+    int ordinal = facts.ordinal;
     int32_t device = 0;
     status = kina::rt::gpu::selectedDevice(where, device);
     if (status != KINA_STATUS_SUCCESS)
@@ -963,8 +980,8 @@ int32_t kina_rt_gpu_check_argument(const void *allocated, const char *function,
     if (ordinal != device)
       return kina::rt::fail(
           KINA_STATUS_VALIDATION_ERROR,
-          std::string(where) + ": " + name + " (" + address +
-              ") is device memory of CUDA device " + std::to_string(ordinal) +
+          std::string(where) + ": " + name() +
+              " is device memory of CUDA device " + std::to_string(ordinal) +
               ", but the call runs on CUDA device " + std::to_string(device));
     return KINA_STATUS_SUCCESS;
   });

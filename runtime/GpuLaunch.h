@@ -50,6 +50,26 @@ int32_t pendCudaError(const cuda::DriverApi &api, CUresult result,
 /// (between kina_rt_gpu_enter and kina_rt_gpu_exit).
 bool inCall() noexcept;
 
+/// What the driver says of a pointer a kina_<fn> call received
+/// (kina_rt_gpu_check_argument): its CUmemorytype (0: unknown to the
+/// driver, i.e. ordinary host memory), whether it is managed memory, and
+/// the ordinal of the device that owns it (meaningful for device memory
+/// that is not managed); `query` names the driver call that answered last.
+struct PointerFacts {
+  unsigned int memoryType = 0;
+  unsigned int managed = 0;
+  int ordinal = -1;
+  const char *query = "";
+};
+
+/// Fills `facts` for `pointer` with one cuPointerGetAttributes call (with
+/// cuPointerGetAttribute per attribute, stopping once the answer is known,
+/// where the driver lacks it). Returns that call's CUresult; a pointer the
+/// driver does not know gives CUDA_SUCCESS and memory type 0 (or
+/// CUDA_ERROR_INVALID_VALUE from the per-attribute path). Never throws.
+CUresult pointerFacts(const cuda::DriverApi &api, const void *pointer,
+                      PointerFacts &facts) noexcept;
+
 /// Number of successful cuModuleLoadData / cuModuleLoadDataEx calls the
 /// runtime made since the process started (one per registered binary and
 /// device that ran a kernel). Thread-safe.
