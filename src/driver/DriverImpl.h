@@ -378,7 +378,7 @@ bool wantsMultiversioning(const DriverOptions &opts);
 /// exported definition becomes a dispatcher over its clones, resolved on
 /// the first call with kina_rt_cpu_level() (see Multiversion.cpp). An error
 /// only if the result does not verify (kinac's bug).
-Error multiversionModule(Module &m, ArrayRef<CpuLevel> levels);
+Error multiversionModule(llvm::Module &m, ArrayRef<CpuLevel> levels);
 
 /// multiversionModule on the LLVM IR file `inPath`, written to `outPath`.
 Error multiversionFile(StringRef inPath, StringRef outPath,

@@ -52,6 +52,14 @@
 namespace kina {
 namespace driver {
 
+// LLVM IR's, not the Kina AST's (kina::Function, kina::Module).
+using llvm::Argument;
+using llvm::Attribute;
+using llvm::Type;
+using llvm::Value;
+using llvm::Function;
+using llvm::Module;
+
 const std::vector<CpuLevel> &multiversionLevels() {
   static const std::vector<CpuLevel> levels = {
       {"x86-64", 1}, {"x86-64-v3", 3}, {"x86-64-v4", 4}};
