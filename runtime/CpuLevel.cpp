@@ -48,8 +48,8 @@ int detectLevel() {
     ebx7 = ebx;
   }
   // x86-64-v2: CMPXCHG16B, LAHF/SAHF, POPCNT, SSE3, SSE4.1, SSE4.2, SSSE3.
-  bool v2 = bit(ecx1, 13) && bit(ecxExt, 0) && bit(ecx1, 23) &&
-            bit(ecx1, 0) && bit(ecx1, 19) && bit(ecx1, 20) && bit(ecx1, 9);
+  bool v2 = bit(ecx1, 13) && bit(ecxExt, 0) && bit(ecx1, 23) && bit(ecx1, 0) &&
+            bit(ecx1, 19) && bit(ecx1, 20) && bit(ecx1, 9);
   if (!v2)
     return 1;
   // x86-64-v3: AVX, AVX2, BMI1, BMI2, F16C, FMA, LZCNT, MOVBE, OSXSAVE
@@ -57,8 +57,8 @@ int detectLevel() {
   bool osxsave = bit(ecx1, 27);
   bool ymm = osxsave && (xcr0() & 0x6) == 0x6;
   bool v3 = ymm && bit(ecx1, 28) && bit(ebx7, 5) && bit(ebx7, 3) &&
-            bit(ebx7, 8) && bit(ecx1, 29) && bit(ecx1, 12) &&
-            bit(ecxExt, 5) && bit(ecx1, 22);
+            bit(ebx7, 8) && bit(ecx1, 29) && bit(ecx1, 12) && bit(ecxExt, 5) &&
+            bit(ecx1, 22);
   if (!v3)
     return 2;
   // x86-64-v4: AVX512F, AVX512BW, AVX512CD, AVX512DQ, AVX512VL and the OS

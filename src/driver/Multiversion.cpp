@@ -55,10 +55,10 @@ namespace driver {
 // LLVM IR's, not the Kina AST's (kina::Function, kina::Module).
 using llvm::Argument;
 using llvm::Attribute;
-using llvm::Type;
-using llvm::Value;
 using llvm::Function;
 using llvm::Module;
+using llvm::Type;
+using llvm::Value;
 
 const std::vector<CpuLevel> &multiversionLevels() {
   static const std::vector<CpuLevel> levels = {
@@ -86,8 +86,7 @@ std::string versionName(StringRef name, StringRef level) {
 /// Replaces the body of the exported `f` with the dispatcher over
 /// `versions` (one per level of `levels`, same order).
 void buildDispatcher(Function &f, ArrayRef<CpuLevel> levels,
-                     ArrayRef<Function *> versions,
-                     FunctionCallee cpuLevel) {
+                     ArrayRef<Function *> versions, FunctionCallee cpuLevel) {
   Module &m = *f.getParent();
   LLVMContext &ctx = m.getContext();
   GlobalValue::LinkageTypes linkage = f.getLinkage();
@@ -101,10 +100,9 @@ void buildDispatcher(Function &f, ArrayRef<CpuLevel> levels,
   f.removeFnAttr("target-features");
 
   PointerType *ptr = PointerType::getUnqual(ctx);
-  auto *slot = new GlobalVariable(m, ptr, /*isConstant=*/false,
-                                  GlobalValue::InternalLinkage,
-                                  ConstantPointerNull::get(ptr),
-                                  f.getName() + ".kina.version");
+  auto *slot = new GlobalVariable(
+      m, ptr, /*isConstant=*/false, GlobalValue::InternalLinkage,
+      ConstantPointerNull::get(ptr), f.getName() + ".kina.version");
   slot->setAlignment(Align(8));
 
   BasicBlock *entry = BasicBlock::Create(ctx, "entry", &f);
@@ -252,8 +250,8 @@ Error multiversionFile(StringRef inPath, StringRef outPath,
   std::error_code ec;
   raw_fd_ostream out(outPath, ec);
   if (ec)
-    return createStringError(ec, "cannot write '%s': %s",
-                             outPath.str().c_str(), ec.message().c_str());
+    return createStringError(ec, "cannot write '%s': %s", outPath.str().c_str(),
+                             ec.message().c_str());
   m->print(out, nullptr);
   return Error::success();
 }
