@@ -125,8 +125,8 @@ def keep_temps_case(kinac, work, fake):
     exts = sorted(k[k.index(".", len(os.path.dirname(k)) + 1):]
                   for k in kept)
     if exts != [".ll", ".mlir", ".mv.ll", ".o", ".opt.ll"]:
-        problems.append(f"expected the kept .mlir, .ll, .mv.ll, .opt.ll and .o "
-                        f"files, got {kept}:\n{err}")
+        problems.append(f"expected the kept .mlir, .ll, .mv.ll, .opt.ll "
+                        f"and .o files, got {kept}:\n{err}")
     for k in kept:
         if not os.path.isfile(k) or os.path.dirname(k) != tmpdir:
             problems.append(f"kept file {k} is not a file in TMPDIR")
