@@ -1,38 +1,49 @@
 #!/usr/bin/python3
-"""CPU benchmark: kinac's code against NumPy, PyTorch CPU and OpenBLAS.
+"""CPU benchmark: kinac's code against OpenBLAS, NumPy, PyTorch CPU and IREE.
 
-One command (`bench/cpu/bench.py`), one thread everywhere (kinac's code is
-single-threaded; OPENBLAS_NUM_THREADS=1, torch.set_num_threads(1)). Compiles
-the programs below with `kinac --emit=shared -O2` (plus `--mcpu`, default
-native), loads the library with ctypes and calls each entry `kina_<f>`
-through the ABI's descriptors (include/kina/abi.h); each call allocates its
-result, which is released with runtime_free (both timed, as a caller pays
-them). On the same random inputs, after a warm-up call, it takes the median
-of --repeats timed runs of each:
-  - `chain`: 8 elementwise ops (mul add abs neg exp mul sub tanh) on 2^24
-    f32, GB/s counting one read of x and one write of the result;
-  - `softmax` and `layer_norm` on [4096, 4096] f32 (GB/s: one read, one
-    write);
-  - `matmul` f32 1024 x 1024 x 1024 (GFLOP/s), with OpenBLAS cblas_sgemm
-    when libopenblas is installed (KINA_WITH_BENCH=1 scripts/install-deps.sh);
+One command (`bench/cpu/bench.py`, /usr/bin/python3 with NumPy; PyTorch,
+OpenBLAS and IREE when present). In one run, on the same random inputs,
+after a warm-up call, the median of --repeats timed runs of each:
+  - `matmul` f32 256, 512, 1024, 2048 (square), [1797, 64] x [64, 32] and
+    batched [12, 1024, 64] x [12, 64, 1024] (GFLOP/s): OpenBLAS
+    cblas_sgemm (a loop over the batch for the batched one), NumPy, PyTorch;
+  - `chain` (8 elementwise ops: mul add abs neg exp mul sub tanh) on 2^24
+    f32, `softmax` and `layer_norm` on [4096, 4096] f32 (GB/s counting one
+    read and one write), each also as a fraction of a measured memcpy of
+    the same bytes (the fastest of np.copyto and torch's copy_);
   - the digits MLP (samples/digits/mlp.kir) at batch 1 and 1797 (latency);
-  - memcpy of 64 MiB (np.copyto; GB/s counting read + write), the bandwidth
-    the memory-bound rows are compared with.
-Prints a table (median time, GB/s or GFLOP/s, kinac / best peer as a ratio
-of times: below 1 means kinac is faster) and writes JSON (--json).
-Results move with the machine's load: say what else ran when recording.
+  - IREE (`pip install iree-base-compiler iree-base-runtime`; found on
+    PATH or with --iree-bin): the same programs as linalg MLIR, compiled
+    with `iree-compile --iree-hal-target-backends=llvm-cpu
+    --iree-llvmcpu-target-cpu=host` and timed with `iree-benchmark-module`
+    (`--device=local-sync` at 1 thread, `local-task` with
+    --task_topology_group_count=N at N threads) on the same inputs (.npy);
+  - the compile time of each program (kinac --emit=shared, and IREE's).
+kinac's programs are compiled with `kinac --emit=shared -O2` twice: with
+the default processor (no --mcpu: the multiversioned object, dispatching
+on this host) and with --mcpu=native; each is a column. The `tuned` column
+is a hook for autotuned figures (tuned_flags below): empty until a tuner
+fills it.
+Each thread count of --threads (default `1,all`) runs in a subprocess of
+its own whose environment caps every library before it loads:
+KINA_NUM_THREADS, OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS,
+torch.set_num_threads. kinac's calls go through `kina_<f>` with the ABI's
+descriptors (include/kina/abi.h); each call allocates its result, released
+with runtime_free (both timed, as a caller pays them).
+Prints a table (median ms, GB/s or GFLOP/s, and kinac / best peer as a
+ratio of rates: above 1 means kinac is faster) and writes JSON (--json,
+default bench/cpu/results-<date>.json). A missing peer is a cell saying
+so; the rest still runs. Results move with the machine's load: the JSON
+records the load average; say what else ran when recording.
 """
-import argparse, ctypes, ctypes.util, datetime, json, os, platform
+import argparse, ctypes, ctypes.util, datetime, json, os, platform, shutil
 import statistics, subprocess, sys, tempfile, time
-
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-KIR = """module @bench
-
+# One Kina IR module per program, so that each one's compile time shows.
+PROGRAMS = {
+    "chain": """module @chain
 func @chain(%x: f32[N]) -> f32[N] {
   %a = mul %x, 0.5
   %b = add %a, 1.0
@@ -44,50 +55,200 @@ func @chain(%x: f32[N]) -> f32[N] {
   %h = tanh %g
   return %h
 }
-
+""",
+    "softmax": """module @softmax
 func @softmax(%x: f32[M, N]) -> f32[M, N] {
   %r = softmax %x {axis = -1}
   return %r
 }
-
+""",
+    "layer_norm": """module @layer_norm
 func @layer_norm(%x: f32[M, N], %g: f32[N], %b: f32[N]) -> f32[M, N] {
   %r = layer_norm %x, %g, %b {axis = -1}
   return %r
 }
-
+""",
+    "matmul": """module @matmul
 func @matmul(%a: f32[M, K], %b: f32[K, N]) -> f32[M, N] {
   %c = matmul %a, %b
   return %c
 }
+""",
+    "bmm": """module @bmm
+func @bmm(%a: f32[B, M, K], %b: f32[B, K, N]) -> f32[B, M, N] {
+  %c = matmul %a, %b
+  return %c
+}
+""",
+    "mlp": None,  # samples/digits/mlp.kir, function forward
+}
+ENTRY = {"mlp": "forward"}
+
+
+def tuned_flags(program):
+    """Hook for autotuned figures: the extra kinac flags of `program`'s
+    tuned build (a list), or None for no tuned column. The tuner (kinac
+    --autotune) plugs in here; until then every `tuned` cell is empty."""
+    return None
+
+
+# ---------------------------------------------------------------------------
+# IREE: the same programs as linalg on tensors (static shapes).
+
+
+def _t(shape):
+    return "tensor<%sxf32>" % "x".join(str(d) for d in shape)
+
+
+def iree_matmul(m, k, n, batch=None):
+    bs = [batch] if batch else []
+    a, b, c = _t(bs + [m, k]), _t(bs + [k, n]), _t(bs + [m, n])
+    op = "linalg.batch_matmul" if batch else "linalg.matmul"
+    return f"""func.func @main(%a: {a}, %b: {b}) -> {c} {{
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : {c}
+  %f = linalg.fill ins(%z : f32) outs(%e : {c}) -> {c}
+  %r = {op} ins(%a, %b : {a}, {b}) outs(%f : {c}) -> {c}
+  return %r : {c}
+}}
 """
 
 
-def np_chain(x):
-    a = x * np.float32(0.5)
-    a += np.float32(1.0)
-    np.abs(a, out=a)
-    np.negative(a, out=a)
-    np.exp(a, out=a)
-    a *= x
-    a -= np.float32(0.25)
-    return np.tanh(a, out=a)
+def iree_chain(n):
+    t = _t([n])
+    return f"""#m = affine_map<(i) -> (i)>
+func.func @main(%x: {t}) -> {t} {{
+  %e = tensor.empty() : {t}
+  %r = linalg.generic {{indexing_maps = [#m, #m], iterator_types = ["parallel"]}}
+      ins(%x : {t}) outs(%e : {t}) {{
+  ^bb0(%v: f32, %o: f32):
+    %h = arith.constant 0.5 : f32
+    %one = arith.constant 1.0 : f32
+    %q = arith.constant 0.25 : f32
+    %a = arith.mulf %v, %h : f32
+    %b = arith.addf %a, %one : f32
+    %c = math.absf %b : f32
+    %d = arith.negf %c : f32
+    %x1 = math.exp %d : f32
+    %f = arith.mulf %x1, %v : f32
+    %g = arith.subf %f, %q : f32
+    %y = math.tanh %g : f32
+    linalg.yield %y : f32
+  }} -> {t}
+  return %r : {t}
+}}
+"""
 
 
-def np_softmax(x):
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
-    e /= e.sum(axis=-1, keepdims=True)
-    return e
+def _softmax_body(t, m):
+    return f"""  %se = tensor.empty() : {t}
+  %sm = linalg.softmax dimension(1) ins(%SX : {t}) outs(%se : {t}) -> {t}"""
 
 
-def np_layer_norm(x, g, b, eps=1e-5):
-    m = x.mean(axis=-1, keepdims=True)
-    d = x - m
-    v = (d * d).mean(axis=-1, keepdims=True)
-    return d / np.sqrt(v + np.float32(eps)) * g + b
+def iree_softmax(m, n):
+    t = _t([m, n])
+    return f"""func.func @main(%x: {t}) -> {t} {{
+{_softmax_body(t, m).replace('%SX', '%x')}
+  return %sm : {t}
+}}
+"""
 
 
-def np_mlp(x, w1, b1, w2, b2):
-    return np_softmax(np.maximum(x @ w1 + b1, 0) @ w2 + b2)
+def iree_layer_norm(m, n):
+    t, r, v = _t([m, n]), _t([m]), _t([n])
+    return f"""#id = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+#col = affine_map<(i, j) -> (j)>
+func.func @main(%x: {t}, %g: {v}, %b: {v}) -> {t} {{
+  %z = arith.constant 0.0 : f32
+  %nf = arith.constant {float(n)} : f32
+  %eps = arith.constant 1.0e-05 : f32
+  %re = tensor.empty() : {r}
+  %rz = linalg.fill ins(%z : f32) outs(%re : {r}) -> {r}
+  %sum = linalg.generic {{indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}}
+      ins(%x : {t}) outs(%rz : {r}) {{
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %a, %acc : f32
+    linalg.yield %s : f32
+  }} -> {r}
+  %var = linalg.generic {{indexing_maps = [#id, #row, #row], iterator_types = ["parallel", "reduction"]}}
+      ins(%x, %sum : {t}, {r}) outs(%rz : {r}) {{
+  ^bb0(%a: f32, %s: f32, %acc: f32):
+    %mean = arith.divf %s, %nf : f32
+    %d = arith.subf %a, %mean : f32
+    %d2 = arith.mulf %d, %d : f32
+    %n2 = arith.addf %d2, %acc : f32
+    linalg.yield %n2 : f32
+  }} -> {r}
+  %e = tensor.empty() : {t}
+  %y = linalg.generic {{indexing_maps = [#id, #row, #row, #col, #col, #id], iterator_types = ["parallel", "parallel"]}}
+      ins(%x, %sum, %var, %g, %b : {t}, {r}, {r}, {v}, {v}) outs(%e : {t}) {{
+  ^bb0(%a: f32, %s: f32, %q: f32, %gg: f32, %bb: f32, %o: f32):
+    %mean = arith.divf %s, %nf : f32
+    %vv = arith.divf %q, %nf : f32
+    %ve = arith.addf %vv, %eps : f32
+    %rs = math.rsqrt %ve : f32
+    %d = arith.subf %a, %mean : f32
+    %nn = arith.mulf %d, %rs : f32
+    %sc = arith.mulf %nn, %gg : f32
+    %out = arith.addf %sc, %bb : f32
+    linalg.yield %out : f32
+  }} -> {t}
+  return %y : {t}
+}}
+"""
+
+
+def iree_mlp(n):
+    x, w1, b1, w2, b2 = (_t([n, 64]), _t([64, 32]), _t([32]), _t([32, 10]),
+                         _t([10]))
+    h, l = _t([n, 32]), _t([n, 10])
+    return f"""#id = affine_map<(i, j) -> (i, j)>
+#col = affine_map<(i, j) -> (j)>
+func.func @main(%x: {x}, %w1: {w1}, %b1: {b1}, %w2: {w2}, %b2: {b2}) -> {l} {{
+  %z = arith.constant 0.0 : f32
+  %he = tensor.empty() : {h}
+  %hz = linalg.fill ins(%z : f32) outs(%he : {h}) -> {h}
+  %h = linalg.matmul ins(%x, %w1 : {x}, {w1}) outs(%hz : {h}) -> {h}
+  %a = linalg.generic {{indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}}
+      ins(%h, %b1 : {h}, {b1}) outs(%he : {h}) {{
+  ^bb0(%v: f32, %bv: f32, %o: f32):
+    %s = arith.addf %v, %bv : f32
+    %r = arith.maximumf %s, %z : f32
+    linalg.yield %r : f32
+  }} -> {h}
+  %le = tensor.empty() : {l}
+  %lz = linalg.fill ins(%z : f32) outs(%le : {l}) -> {l}
+  %lm = linalg.matmul ins(%a, %w2 : {h}, {w2}) outs(%lz : {l}) -> {l}
+  %lb = linalg.generic {{indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]}}
+      ins(%lm, %b2 : {l}, {b2}) outs(%le : {l}) {{
+  ^bb0(%v: f32, %bv: f32, %o: f32):
+    %s = arith.addf %v, %bv : f32
+    linalg.yield %s : f32
+  }} -> {l}
+{_softmax_body(l, n).replace('%SX', '%lb')}
+  return %sm : {l}
+}}
+"""
+
+
+def find_iree(bindir):
+    """(iree-compile, iree-benchmark-module) paths, or None with why."""
+    tools = []
+    for name in ("iree-compile", "iree-benchmark-module"):
+        path = (os.path.join(bindir, name) if bindir else shutil.which(name))
+        if not path or not os.access(path, os.X_OK):
+            home = os.path.expanduser("~/.pyenv/shims/" + name)
+            path = home if os.access(home, os.X_OK) else None
+        if not path:
+            return None, ("%s not found (pip install iree-base-compiler "
+                          "iree-base-runtime, or --iree-bin)" % name)
+        tools.append(path)
+    return tools, None
+
+
+# ---------------------------------------------------------------------------
+# kinac through ctypes.
 
 
 def descriptor(rank):
@@ -106,6 +267,7 @@ class Kina:
         self.lib.runtime_free.argtypes = [ctypes.c_void_p]
 
     def make(self, name, args, out_rank):
+        import numpy as np
         fn = getattr(self.lib, "kina_" + name)
         fn.restype = ctypes.c_int32
         descs = []
@@ -127,11 +289,11 @@ class Kina:
                 raise RuntimeError("kina_%s returned %d" % (name, st))
             res = None
             if keep:
-                n = int(np.prod([out.sizes[i] for i in range(out_rank)]))
+                shape = [out.sizes[i] for i in range(out_rank)]
+                n = int(np.prod(shape))
                 buf = (ctypes.c_float * n).from_address(out.aligned +
                                                         4 * out.offset)
-                res = np.ctypeslib.as_array(buf).copy().reshape(
-                    [out.sizes[i] for i in range(out_rank)])
+                res = np.ctypeslib.as_array(buf).copy().reshape(shape)
             free(out.allocated)
             return res
         return call
@@ -160,143 +322,370 @@ def openblas():
     return f
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--kinac", default=os.path.join(ROOT, "build/bin/kinac"))
-    ap.add_argument("--mcpu", default="native")
-    ap.add_argument("-O", dest="opt", default="2")
-    ap.add_argument("--repeats", type=int, default=7)
-    ap.add_argument("--json", default="bench-cpu.json")
-    args = ap.parse_args()
+def np_chain(np, x):
+    a = x * np.float32(0.5)
+    a += np.float32(1.0)
+    np.abs(a, out=a)
+    np.negative(a, out=a)
+    np.exp(a, out=a)
+    a *= x
+    a -= np.float32(0.25)
+    return np.tanh(a, out=a)
+
+
+def np_softmax(np, x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    e /= e.sum(axis=-1, keepdims=True)
+    return e
+
+
+def np_layer_norm(np, x, g, b, eps=1e-5):
+    m = x.mean(axis=-1, keepdims=True)
+    d = x - m
+    v = (d * d).mean(axis=-1, keepdims=True)
+    return d / np.sqrt(v + np.float32(eps)) * g + b
+
+
+def np_mlp(np, x, w1, b1, w2, b2):
+    return np_softmax(np, np.maximum(x @ w1 + b1, 0) @ w2 + b2)
+
+
+# ---------------------------------------------------------------------------
+# The builds (in the parent: they do not depend on the thread count).
+
+
+def build(args, tmp):
+    """Compiles every program with kinac (per column) and IREE (per shape);
+    returns the build description the workers read, with compile times."""
+    out = {"kinac": {}, "iree": {}, "compile": []}
+    columns = {"default": [], "native": ["--mcpu=native"]}
+    for prog, src in PROGRAMS.items():
+        path = os.path.join(tmp, prog + ".kir")
+        if src is None:
+            src = open(os.path.join(ROOT, "samples/digits/mlp.kir")).read()
+        with open(path, "w") as fh:
+            fh.write(src)
+        cols = dict(columns)
+        if tuned_flags(prog) is not None:
+            cols["tuned"] = tuned_flags(prog)
+        for col, flags in cols.items():
+            so = os.path.join(tmp, "%s.%s.so" % (prog, col))
+            cmd = [args.kinac, path, "--emit=shared", "-O" + args.opt,
+                   "-o", so] + flags
+            t = time.perf_counter()
+            subprocess.run(cmd, check=True)
+            out["compile"].append({"program": prog, "column": col,
+                                   "tool": "kinac", "s":
+                                   time.perf_counter() - t,
+                                   "bytes": os.path.getsize(so)})
+            out["kinac"].setdefault(prog, {})[col] = so
+    tools, why = find_iree(args.iree_bin)
+    out["iree_missing"] = why
+    if tools:
+        sources = {
+            "matmul256": iree_matmul(256, 256, 256),
+            "matmul512": iree_matmul(512, 512, 512),
+            "matmul1024": iree_matmul(1024, 1024, 1024),
+            "matmul2048": iree_matmul(2048, 2048, 2048),
+            "matmul1797": iree_matmul(1797, 64, 32),
+            "bmm": iree_matmul(1024, 64, 1024, batch=12),
+            "chain": iree_chain(1 << 24),
+            "softmax": iree_softmax(4096, 4096),
+            "layer_norm": iree_layer_norm(4096, 4096),
+            "mlp1": iree_mlp(1),
+            "mlp1797": iree_mlp(1797),
+        }
+        for name, text in sources.items():
+            src = os.path.join(tmp, "iree-%s.mlir" % name)
+            vmfb = os.path.join(tmp, "iree-%s.vmfb" % name)
+            with open(src, "w") as fh:
+                fh.write(text)
+            t = time.perf_counter()
+            r = subprocess.run([tools[0], src, "-o", vmfb,
+                                "--iree-hal-target-backends=llvm-cpu",
+                                "--iree-llvmcpu-target-cpu=host"],
+                               capture_output=True, text=True)
+            if r.returncode:
+                out["iree"][name] = {"error": "iree-compile failed: " +
+                                     r.stderr.strip()[-300:]}
+                continue
+            out["compile"].append({"program": name, "column": "iree",
+                                   "tool": "iree-compile",
+                                   "s": time.perf_counter() - t,
+                                   "bytes": os.path.getsize(vmfb)})
+            out["iree"][name] = {"vmfb": vmfb}
+        out["iree_benchmark"] = tools[1]
+    return out
+
+
+def iree_time(builds, name, inputs, threads, repeats, tmp):
+    """Median seconds of iree-benchmark-module on `inputs` (arrays), or a
+    string saying why there is none."""
+    if builds.get("iree_missing"):
+        return builds["iree_missing"]
+    entry = builds["iree"].get(name, {})
+    if "vmfb" not in entry:
+        return entry.get("error", "not built")
+    import numpy as np
+    cmd = [builds["iree_benchmark"], "--module=" + entry["vmfb"],
+           "--function=main", "--benchmark_format=json",
+           "--benchmark_repetitions=%d" % repeats,
+           "--benchmark_report_aggregates_only=true"]
+    if threads == 1:
+        cmd.append("--device=local-sync")
+    else:
+        cmd += ["--device=local-task",
+                "--task_topology_group_count=%d" % threads]
+    for i, a in enumerate(inputs):
+        path = os.path.join(tmp, "in-%s-%d.npy" % (name, i))
+        np.save(path, a)
+        cmd.append("--input=@" + path)
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        return "iree-benchmark-module failed: " + r.stderr.strip()[-300:]
+    for bm in json.loads(r.stdout)["benchmarks"]:
+        if bm.get("aggregate_name") == "median":
+            scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+            return bm["real_time"] * scale[bm["time_unit"]]
+    return "no median in iree-benchmark-module's output"
+
+
+# ---------------------------------------------------------------------------
+# One thread count (a subprocess: the libraries read their caps at load).
+
+
+def worker(args):
+    threads = args.worker
+    builds = json.load(open(args.builds))
+    import numpy as np
     try:
         import torch
-        torch.set_num_threads(1)
+        torch.set_num_threads(threads)
     except ImportError:
         torch = None
     rng = np.random.default_rng(0)
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        libs = {}
-        for name, src in (("bench", KIR), ("mlp", open(os.path.join(
-                ROOT, "samples/digits/mlp.kir")).read())):
-            path = os.path.join(tmp, name + ".kir")
-            with open(path, "w") as fh:
-                fh.write(src)
-            so = os.path.join(tmp, name + ".so")
-            cmd = [args.kinac, path, "--emit=shared", "-O" + args.opt,
-                   "-o", so]
-            if args.mcpu:
-                cmd.append("--mcpu=" + args.mcpu)
-            t = time.perf_counter()
-            subprocess.run(cmd, check=True)
-            rows.append({"work": "compile " + name, "kinac_s":
-                         time.perf_counter() - t})
-            libs[name] = Kina(so)
-        k = libs["bench"]
+    tmp = os.path.dirname(args.builds)
+    libs = {prog: {col: Kina(so) for col, so in cols.items()}
+            for prog, cols in builds["kinac"].items()}
 
-        def row(work, kcall, peers, check, unit, amount):
-            out = kcall(keep=True)
-            ref = check()
-            err = float(np.max(np.abs(out - ref) / np.maximum(1, np.abs(ref))))
-            r = {"work": work, "kinac_s": timeit(kcall, args.repeats),
-                 "max_rel_err_vs_numpy": err, "unit": unit}
-            for pname, pfn in peers.items():
-                r[pname + "_s"] = timeit(pfn, args.repeats)
-            best = min(r[p + "_s"] for p in peers)
-            r["kinac_over_best_peer"] = r["kinac_s"] / best
-            r["kinac_rate"] = amount / r["kinac_s"] / 1e9
-            for p in peers:
-                r[p + "_rate"] = amount / r[p + "_s"] / 1e9
-            rows.append(r)
+    def row(work, prog, inputs, out_rank, peers, ref, unit, amount,
+            iree=None, memcpy=None):
+        r = {"work": work, "threads": threads, "unit": unit, "kinac": {},
+             "peers": {}}
+        for col, lib in libs[prog].items():
+            call = lib.make(ENTRY.get(prog, prog), inputs, out_rank)
+            out = call(keep=True)
+            err = float(np.max(np.abs(out - ref) / np.maximum(1,
+                                                             np.abs(ref))))
+            s = timeit(call, args.repeats)
+            r["kinac"][col] = {"s": s, "rate": amount / s / 1e9,
+                               "max_rel_err_vs_numpy": err}
+        for name, fn in peers.items():
+            if isinstance(fn, str):
+                r["peers"][name] = {"missing": fn}
+                continue
+            s = timeit(fn, args.repeats)
+            r["peers"][name] = {"s": s, "rate": amount / s / 1e9}
+        if iree is not None:
+            s = iree_time(builds, iree, inputs, threads, args.repeats, tmp)
+            r["peers"]["iree"] = ({"missing": s} if isinstance(s, str) else
+                                  {"s": s, "rate": amount / s / 1e9})
+        rates = [p["rate"] for p in r["peers"].values() if "rate" in p]
+        if rates:
+            r["best_peer_rate"] = max(rates)
+            for col, k in r["kinac"].items():
+                k["over_best_peer"] = k["rate"] / r["best_peer_rate"]
+        if memcpy:
+            for col, k in r["kinac"].items():
+                k["of_memcpy"] = k["rate"] / memcpy
+        rows.append(r)
 
-        n = 1 << 24
-        mc_src = rng.standard_normal(n).astype(np.float32)
-        mc_dst = np.empty_like(mc_src)
-        t = timeit(lambda: np.copyto(mc_dst, mc_src), args.repeats)
-        rows.append({"work": "memcpy 64 MiB", "numpy_s": t, "unit": "GB/s",
-                     "numpy_rate": 2 * mc_src.nbytes / t / 1e9})
+    # memcpy of the bytes the memory-bound rows move (64 MiB in, 64 MiB out).
+    n = 1 << 24
+    src = rng.standard_normal(n).astype(np.float32)
+    dst = np.empty_like(src)
+    cps = {"numpy copyto": timeit(lambda: np.copyto(dst, src), args.repeats)}
+    if torch:
+        ts, td = torch.from_numpy(src), torch.from_numpy(dst)
+        cps["torch copy_"] = timeit(lambda: td.copy_(ts), args.repeats)
+    memcpy = max(2 * src.nbytes / s / 1e9 for s in cps.values())
+    rows.append({"work": "memcpy 64 MiB", "threads": threads, "unit": "GB/s",
+                 "memcpy_rate": memcpy,
+                 "sources": {k: 2 * src.nbytes / s / 1e9
+                             for k, s in cps.items()}})
 
-        x = rng.uniform(-3, 3, n).astype(np.float32)
-        peers = {"numpy": lambda: np_chain(x)}
-        if torch:
-            tx = torch.from_numpy(x)
-            peers["torch"] = lambda: torch.tanh(
-                torch.exp(-torch.abs(tx * 0.5 + 1.0)) * tx - 0.25)
-        row("chain 8 ops 2^24 f32", k.make("chain", [x], 1), peers,
-            lambda: np_chain(x), "GB/s", 2 * x.nbytes)
+    no_torch = "PyTorch not installed"
+    x = rng.uniform(-3, 3, n).astype(np.float32)
+    peers = {"numpy": lambda: np_chain(np, x), "torch": no_torch}
+    if torch:
+        tx = torch.from_numpy(x)
+        peers["torch"] = lambda: torch.tanh(
+            torch.exp(-torch.abs(tx * 0.5 + 1.0)) * tx - 0.25)
+    row("chain 8 ops 2^24 f32", "chain", [x], 1, peers, np_chain(np, x),
+        "GB/s", 2 * x.nbytes, "chain", memcpy)
 
-        m = rng.standard_normal((4096, 4096)).astype(np.float32)
-        peers = {"numpy": lambda: np_softmax(m)}
-        if torch:
-            tm = torch.from_numpy(m)
-            peers["torch"] = lambda: torch.softmax(tm, -1)
-        row("softmax [4096,4096] f32", k.make("softmax", [m], 2), peers,
-            lambda: np_softmax(m), "GB/s", 2 * m.nbytes)
+    m = rng.standard_normal((4096, 4096)).astype(np.float32)
+    peers = {"numpy": lambda: np_softmax(np, m), "torch": no_torch}
+    if torch:
+        tm = torch.from_numpy(m)
+        peers["torch"] = lambda: torch.softmax(tm, -1)
+    row("softmax [4096,4096] f32", "softmax", [m], 2, peers,
+        np_softmax(np, m), "GB/s", 2 * m.nbytes, "softmax", memcpy)
 
-        g = rng.standard_normal(4096).astype(np.float32)
-        b = rng.standard_normal(4096).astype(np.float32)
-        peers = {"numpy": lambda: np_layer_norm(m, g, b)}
-        if torch:
-            tg, tb = torch.from_numpy(g), torch.from_numpy(b)
-            peers["torch"] = lambda: torch.nn.functional.layer_norm(
-                tm, (4096,), tg, tb, 1e-5)
-        row("layer_norm [4096,4096] f32", k.make("layer_norm", [m, g, b], 2),
-            peers, lambda: np_layer_norm(m, g, b), "GB/s", 2 * m.nbytes)
+    g = rng.standard_normal(4096).astype(np.float32)
+    b = rng.standard_normal(4096).astype(np.float32)
+    peers = {"numpy": lambda: np_layer_norm(np, m, g, b), "torch": no_torch}
+    if torch:
+        tg, tb = torch.from_numpy(g), torch.from_numpy(b)
+        peers["torch"] = lambda: torch.nn.functional.layer_norm(
+            tm, (4096,), tg, tb, 1e-5)
+    row("layer_norm [4096,4096] f32", "layer_norm", [m, g, b], 2, peers,
+        np_layer_norm(np, m, g, b), "GB/s", 2 * m.nbytes, "layer_norm",
+        memcpy)
 
-        s = 1024
-        a = rng.standard_normal((s, s)).astype(np.float32)
-        bb = rng.standard_normal((s, s)).astype(np.float32)
-        c = np.empty((s, s), np.float32)
-        peers = {"numpy": lambda: a @ bb}
+    sgemm = openblas()
+    shapes = [("matmul 256 f32", 256, 256, 256, None, "matmul256"),
+              ("matmul 512 f32", 512, 512, 512, None, "matmul512"),
+              ("matmul 1024 f32", 1024, 1024, 1024, None, "matmul1024"),
+              ("matmul 2048 f32", 2048, 2048, 2048, None, "matmul2048"),
+              ("matmul [1797,64]x[64,32]", 1797, 64, 32, None, "matmul1797"),
+              ("matmul [12,1024,64]x[12,64,1024]", 1024, 64, 1024, 12,
+               "bmm")]
+    for work, mm, kk, nn, batch, iree in shapes:
+        lead = [batch] if batch else []
+        a = rng.standard_normal(lead + [mm, kk]).astype(np.float32)
+        bb = rng.standard_normal(lead + [kk, nn]).astype(np.float32)
+        c = np.empty(lead + [mm, nn], np.float32)
+        peers = {"openblas": "libopenblas not found (KINA_WITH_BENCH=1 "
+                 "scripts/install-deps.sh)", "numpy": lambda: a @ bb,
+                 "torch": no_torch}
         if torch:
             ta, tbb = torch.from_numpy(a), torch.from_numpy(bb)
             peers["torch"] = lambda: ta @ tbb
-        sgemm = openblas()
         if sgemm:
-            peers["openblas"] = lambda: sgemm(101, 111, 111, s, s, s, 1.0,
-                                              a.ctypes.data, s,
-                                              bb.ctypes.data, s, 0.0,
-                                              c.ctypes.data, s)
-        row("matmul 1024 f32", k.make("matmul", [a, bb], 2), peers,
-            lambda: a @ bb, "GFLOP/s", 2 * s ** 3)
+            def blas(a=a, bb=bb, c=c, mm=mm, kk=kk, nn=nn, nb=batch or 1):
+                sa, sb, sc = mm * kk * 4, kk * nn * 4, mm * nn * 4
+                for i in range(nb):
+                    sgemm(101, 111, 111, mm, nn, kk, 1.0,
+                          a.ctypes.data + i * sa, kk,
+                          bb.ctypes.data + i * sb, nn, 0.0,
+                          c.ctypes.data + i * sc, nn)
+            peers["openblas"] = blas
+        row(work, "bmm" if batch else "matmul", [a, bb], 3 if batch else 2,
+            peers, a @ bb, "GFLOP/s", 2 * (batch or 1) * mm * kk * nn, iree)
 
-        d = os.path.join(ROOT, "samples/digits/data")
-        w1 = np.fromfile(os.path.join(d, "w1.bin"), np.float32).reshape(64, 32)
-        b1 = np.fromfile(os.path.join(d, "b1.bin"), np.float32)
-        w2 = np.fromfile(os.path.join(d, "w2.bin"), np.float32).reshape(32, 10)
-        b2 = np.fromfile(os.path.join(d, "b2.bin"), np.float32)
-        imgs = np.fromfile(os.path.join(d, "images.bin"),
-                           np.float32).reshape(-1, 64)
-        for batch in (1, 1797):
-            xi = np.ascontiguousarray(imgs[:batch])
-            ws = [xi, w1, b1, w2, b2]
-            peers = {"numpy": lambda: np_mlp(*ws)}
-            if torch:
-                tw = [torch.from_numpy(w) for w in ws]
-                peers["torch"] = lambda: torch.softmax(torch.relu(
-                    tw[0] @ tw[1] + tw[2]) @ tw[3] + tw[4], -1)
-            row("digits MLP batch %d" % batch,
-                libs["mlp"].make("forward", ws, 2), peers,
-                lambda: np_mlp(*ws), "GFLOP/s",
-                2 * batch * (64 * 32 + 32 * 10))
+    d = os.path.join(ROOT, "samples/digits/data")
+    w1 = np.fromfile(os.path.join(d, "w1.bin"), np.float32).reshape(64, 32)
+    b1 = np.fromfile(os.path.join(d, "b1.bin"), np.float32)
+    w2 = np.fromfile(os.path.join(d, "w2.bin"), np.float32).reshape(32, 10)
+    b2 = np.fromfile(os.path.join(d, "b2.bin"), np.float32)
+    imgs = np.fromfile(os.path.join(d, "images.bin"),
+                       np.float32).reshape(-1, 64)
+    for batch in (1, 1797):
+        xi = np.ascontiguousarray(imgs[:batch])
+        ws = [xi, w1, b1, w2, b2]
+        peers = {"numpy": lambda: np_mlp(np, *ws), "torch": no_torch}
+        if torch:
+            tw = [torch.from_numpy(w) for w in ws]
+            peers["torch"] = lambda: torch.softmax(torch.relu(
+                tw[0] @ tw[1] + tw[2]) @ tw[3] + tw[4], -1)
+        row("digits MLP batch %d" % batch, "mlp", ws, 2, peers,
+            np_mlp(np, *ws), "GFLOP/s", 2 * batch * (64 * 32 + 32 * 10),
+            "mlp%d" % batch)
+    with open(args.out, "w") as fh:
+        json.dump(rows, fh)
 
-    print("%-28s %12s %10s  %s" % ("work", "kinac ms", "rate", "peers (ms, rate)"))
-    for r in rows:
-        if "kinac_over_best_peer" not in r:
-            extra = ("%.1f GB/s" % r["numpy_rate"]) if "numpy_rate" in r else ""
-            print("%-28s %12.2f %10s  %s" % (r["work"], 1e3 * r.get(
-                "kinac_s", r.get("numpy_s", 0)), "", extra))
+
+# ---------------------------------------------------------------------------
+
+
+def print_table(report):
+    cols = ["default", "native", "tuned"]
+    print("kinac columns: default processor (multiversioned), --mcpu=native, "
+          "tuned (hook); x/best = kinac rate / best peer rate (>1: kinac "
+          "faster); %memcpy = kinac GB/s / memcpy GB/s")
+    for c in report["compile"]:
+        print("compile %-12s %-8s %8.2f s %9d bytes" % (
+            c["program"], c["column"], c["s"], c["bytes"]))
+    head = "%-34s %3s" % ("work", "thr")
+    for c in cols:
+        head += " | %-26s" % ("kinac " + c + " ms rate x/best")
+    print(head + " | peers: ms rate")
+    for r in report["rows"]:
+        if "memcpy_rate" in r:
+            print("%-34s %3d | memcpy %.1f GB/s (%s)" % (
+                r["work"], r["threads"], r["memcpy_rate"], ", ".join(
+                    "%s %.1f" % kv for kv in r["sources"].items())))
             continue
-        peers = ", ".join("%s %.2f ms %.1f" % (p[:-2], 1e3 * r[p], r[p[:-2] + "_rate"])
-                          for p in r if p.endswith("_s") and p != "kinac_s")
-        print("%-28s %12.2f %7.1f %s  %s; kinac/best %.2f (err %.1e)" % (
-            r["work"], 1e3 * r["kinac_s"], r["kinac_rate"], r["unit"], peers,
-            r["kinac_over_best_peer"], r["max_rel_err_vs_numpy"]))
+        line = "%-34s %3d" % (r["work"], r["threads"])
+        for c in cols:
+            k = r["kinac"].get(c)
+            if not k:
+                line += " | %-26s" % "-"
+                continue
+            cell = "%8.3f %7.1f %s" % (1e3 * k["s"], k["rate"],
+                                       "%.2f" % k["over_best_peer"]
+                                       if "over_best_peer" in k else "n/a")
+            if "of_memcpy" in k:
+                cell += " %3.0f%%" % (100 * k["of_memcpy"])
+            line += " | %-26s" % cell
+        peers = []
+        for name, p in r["peers"].items():
+            peers.append("%s %.3f %.1f" % (name, 1e3 * p["s"], p["rate"])
+                         if "s" in p else "%s: %s" % (name, p["missing"]))
+        print(line + " | " + "; ".join(peers) + " " + r["unit"])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kinac", default=os.path.join(ROOT, "build/bin/kinac"))
+    ap.add_argument("-O", dest="opt", default="2")
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--threads", default="1,all",
+                    help="thread counts, comma-separated; `all` is every "
+                    "CPU (default 1,all)")
+    ap.add_argument("--iree-bin", default="",
+                    help="folder of iree-compile and iree-benchmark-module "
+                    "(default: PATH, then ~/.pyenv/shims)")
+    ap.add_argument("--json", default=os.path.join(
+        ROOT, "bench/cpu/results-%s.json" % datetime.date.today()))
+    ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--builds", help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        return worker(args)
+    counts = []
+    for t in args.threads.split(","):
+        n = os.cpu_count() if t == "all" else int(t)
+        if n not in counts:
+            counts.append(n)
     report = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
               "machine": platform.processor() or platform.machine(),
-              "cpus": os.cpu_count(), "mcpu": args.mcpu, "opt": args.opt,
-              "threads": 1, "repeats": args.repeats,
-              "load_average": os.getloadavg(), "rows": rows}
+              "cpus": os.cpu_count(), "opt": args.opt,
+              "repeats": args.repeats, "command": " ".join(sys.argv),
+              "load_average_start": os.getloadavg(), "rows": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        builds = build(args, tmp)
+        report["compile"] = builds["compile"]
+        report["iree_missing"] = builds.get("iree_missing")
+        bpath = os.path.join(tmp, "builds.json")
+        with open(bpath, "w") as fh:
+            json.dump(builds, fh)
+        for n in counts:
+            env = dict(os.environ)
+            for var in ("KINA_NUM_THREADS", "OMP_NUM_THREADS",
+                        "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+                env[var] = str(n)
+            out = os.path.join(tmp, "rows-%d.json" % n)
+            subprocess.run([sys.executable, os.path.abspath(__file__),
+                            "--worker", str(n), "--builds", bpath, "--out",
+                            out, "--repeats", str(args.repeats)], env=env,
+                           check=True)
+            report["rows"] += json.load(open(out))
+    report["load_average_end"] = os.getloadavg()
+    print_table(report)
     with open(args.json, "w") as fh:
         json.dump(report, fh, indent=1)
     print("wrote", args.json, "; load average", os.getloadavg())

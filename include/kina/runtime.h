@@ -411,6 +411,17 @@ void mgpuMemset16(void *destination, unsigned short value, size_t count,
  *  needs the device. */
 void mgpuSetDefaultDevice(int32_t device);
 
+/** The x86-64 psABI micro-architecture level of the processor this program
+ *  runs on: 1 (x86-64), 2 (x86-64-v2), 3 (x86-64-v3: AVX2, FMA, BMI2 ...)
+ *  or 4 (x86-64-v4: AVX-512 F/BW/CD/DQ/VL), from cpuid and xgetbv (the
+ *  operating system must save the YMM / ZMM state); 0 on a processor that
+ *  is not x86. $KINA_CPU_LEVEL ("x86-64", "x86-64-v2", "x86-64-v3",
+ *  "x86-64-v4") lowers it; a higher or unknown value is ignored with a
+ *  warning on stderr. Computed once per process; thread-safe. The
+ *  dispatchers of objects kinac compiled without --mcpu call it on their
+ *  first call to pick the version to run (docs/integration.md). */
+int32_t kina_rt_cpu_level(void);
+
 /** The version of kinac this runtime was built with ("0.1.0"): the same
  *  string as `kinac --version` prints. Static storage; never null. */
 const char *kina_runtime_version(void);

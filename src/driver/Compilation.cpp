@@ -3,8 +3,10 @@
 // The stages of one `.kir` file, stopping at the requested `--emit` stage:
 // read, parse, sema (Frontend.h), then the C header or the manifest, or
 // MLIRGen -> the lowering pipeline (Pipeline.h) -> textual LLVM-dialect
-// MLIR -> `mlir-translate --mlir-to-llvmir` -> `opt -O<N>` (LLVM's middle
-// end, as clang runs it; not at -O0) -> `llc`. Each stage runs under
+// MLIR -> `mlir-translate --mlir-to-llvmir` -> (no --mcpu, -O1 and above:
+// one version per x86-64 level and a dispatcher per exported symbol,
+// Multiversion.cpp) -> `opt -O<N>` (LLVM's middle end, as clang runs it;
+// not at -O0) -> `llc`. Each stage runs under
 // the StageTimer (--time-stages). Diagnostics go through a
 // DiagnosticSession (Diagnostics.h): text, JSON or checked against the
 // source's annotations (--verify-diagnostics); a failure inside the
@@ -321,6 +323,19 @@ Compilation::runTools(const std::string &llvmDialectText, EmitStage stage) {
                                       *mlirPath, "-o", *llPath});
       }))
     return fail(std::move(err));
+  // Without --mcpu (x86-64, -O1 and above): a version of every function per
+  // processor level and a dispatcher per exported symbol (Multiversion.cpp);
+  // opt and llc then read each version's processor from its attributes.
+  if (wantsMultiversioning(opts)) {
+    Expected<std::string> versioned = temps.create("kinac", "mv.ll");
+    if (!versioned)
+      return fail(versioned.takeError());
+    if (Error err = timer.time("multiversion", [&] {
+          return multiversionFile(*llPath, *versioned, multiversionLevels());
+        }))
+      return fail(std::move(err));
+    *llPath = *versioned;
+  }
   // LLVM's middle end, as clang runs it: `opt -O<N>` for the processor llc
   // will generate code for (its cost model decides vector widths and
   // unrolling), on the default target triple (the module names none).

@@ -22,9 +22,11 @@
 #include "kina/ToolRunner.h"
 #include "kina/abi.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
+#include "llvm/IR/Module.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -350,6 +352,37 @@ private:
   /// `module` (gpu.binary ops of format isa) and ptxas -v's figures.
   bool addResourceUsage(mlir::ModuleOp module);
 };
+
+//===----------------------------------------------------------------------===//
+// Processor levels (Multiversion.cpp)
+//===----------------------------------------------------------------------===//
+
+/// One x86-64 micro-architecture level an object carries a version for:
+/// LLVM's processor name ("x86-64-v3") and the psABI level number (1..4)
+/// that kina_rt_cpu_level() reports for a host able to run it.
+struct CpuLevel {
+  std::string name;
+  int level;
+};
+
+/// The levels of a multiversioned object, ascending: x86-64 (1),
+/// x86-64-v3 (3), x86-64-v4 (4).
+const std::vector<CpuLevel> &multiversionLevels();
+
+/// Whether this run multiversions: the cpu target at -O1 and above with no
+/// --mcpu, generating code for x86-64 (the default target triple).
+bool wantsMultiversioning(const DriverOptions &opts);
+
+/// Rewrites `m` in place: each function definition gets one internal clone
+/// per level of `levels` (ascending, the first runnable anywhere) and each
+/// exported definition becomes a dispatcher over its clones, resolved on
+/// the first call with kina_rt_cpu_level() (see Multiversion.cpp). An error
+/// only if the result does not verify (kinac's bug).
+Error multiversionModule(llvm::Module &m, ArrayRef<CpuLevel> levels);
+
+/// multiversionModule on the LLVM IR file `inPath`, written to `outPath`.
+Error multiversionFile(StringRef inPath, StringRef outPath,
+                       ArrayRef<CpuLevel> levels);
 
 /// Checks --mcpu against the processors LLVM knows for the default target
 /// triple and replaces "native" with the name of this machine's processor.

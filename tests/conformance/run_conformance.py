@@ -36,6 +36,9 @@ GPU machine without kinac, the work splits in two:
  - `--prebuilt OUT` (there): runs every case with kina-run from those
    libraries, no kinac, and reports as above (compile-error cases with the
    results recorded at build time).
+`--cpu-levels=x86-64,x86-64-v3` runs every passing case again with
+KINA_CPU_LEVEL set to each level (the versions a default cpu object
+carries, docs/integration.md) and checks those results as the first.
 """
 
 import argparse
@@ -81,9 +84,9 @@ class Case:
         return self.expect.get("compile_error", False)
 
 
-def run(cmd, cwd=None):
+def run(cmd, cwd=None, env=None):
     try:
-        p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE,
+        p = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=TIMEOUT)
         return p.returncode, p.stdout.decode(errors="replace"), \
             p.stderr.decode(errors="replace")
@@ -200,7 +203,40 @@ class Runner:
                         m["tolerance"])
             if p:
                 problems.append(p)
+        if not problems:
+            problems += self.check_levels(case, cmd, outs, work)
         return "; ".join(problems) or None
+
+    def check_levels(self, case, cmd, outs, work):
+        """--cpu-levels: reruns kina-run's command `cmd` with
+        KINA_CPU_LEVEL set to each level; each run's results must pass the
+        same comparison with the expected outputs as the first run's
+        (`outs`, the host's best version). Integer and exact results are
+        therefore identical at every level; floats may differ in the last
+        bits where a level fuses the multiply-adds LLVM may fuse
+        (llvm.fmuladd, docs/integration.md). Returns the problems."""
+        problems = []
+        for level in self.args.cpu_levels:
+            env = dict(os.environ, KINA_CPU_LEVEL=level)
+            mine = [os.path.join(work, f"got{k}.{level}.npy")
+                    for k in range(len(outs))]
+            argv = list(cmd)
+            for o, m in zip(outs, mine):
+                argv[argv.index(o)] = m
+            rc, _, err = run(argv, env=env)
+            if rc != 0:
+                problems.append(f"KINA_CPU_LEVEL={level}: kina-run exited "
+                                f"{rc}: {err.strip()}")
+                continue
+            for k, (m, meta) in enumerate(zip(mine, case.meta["outputs"])):
+                got = np.load(m, allow_pickle=False)
+                want = np.load(os.path.join(case.folder, meta["file"]),
+                               allow_pickle=False)
+                p = compare(f"KINA_CPU_LEVEL={level}: result {k}", got, want,
+                            meta["dtype"], meta["tolerance"])
+                if p:
+                    problems.append(p)
+        return problems
 
     def build_group(self, group, cases):
         """Compiles one group: ([(case, problem)] of its compile-error
@@ -350,9 +386,14 @@ def main():
                     help="only cases whose name contains this text")
     ap.add_argument("--no-batch", action="store_true",
                     help="compile every case on its own")
+    ap.add_argument("--cpu-levels", default="", dest="cpu_levels",
+                    help="comma-separated KINA_CPU_LEVEL values (x86-64, "
+                    "x86-64-v3, ...): each case also runs at each, its "
+                    "results checked as the default run's")
     ap.add_argument("-v", action="store_true", dest="verbose",
                     help="print every case")
     args = ap.parse_args()
+    args.cpu_levels = [l for l in args.cpu_levels.split(",") if l]
     index = None
     if args.prebuilt:
         args.prebuilt = os.path.abspath(args.prebuilt)

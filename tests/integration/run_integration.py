@@ -47,6 +47,7 @@ import argparse
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import time
@@ -845,11 +846,194 @@ def cmd_link_flags(opts):
     print("link-flags: ok")
 
 
+# --- multiversion -------------------------------------------------------------
+
+MV_KIR = """module @mv
+func @f(%x: f32[N, 16], %w: f32[16, 8]) -> f32[N, 8] {
+  %m = matmul %x, %w
+  %t = tanh %m
+  %e = exp %t
+  %s = softmax %e {axis = -1}
+  return %s
+}
+"""
+
+# Calls kina_f on fixed inputs and prints the result's bits, then which
+# version kina_f's dispatcher chose: the offset (in the file holding
+# kina_f) of the pointer in its slot `kina_f.kina.version`, given the
+# offsets of kina_f and of the slot that nm reads from that file.
+MV_MAIN = r"""#include <kina/runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mv.h"
+int main(int argc, char **argv) {
+  enum { N = 37, K = 16, M = 8 };
+  static float x[N * K], w[K * M];
+  for (int i = 0; i < N * K; ++i) x[i] = (float)(i * 37 % 101 - 50) / 25.0f;
+  for (int i = 0; i < K * M; ++i) w[i] = (float)(i * 13 % 29 - 14) / 10.0f;
+  KinaMemRef2 in = {x, x, 0, {N, K}, {K, 1}};
+  KinaMemRef2 wt = {w, w, 0, {K, M}, {M, 1}};
+  KinaMemRef2 out;
+  int status = kina_f(&out, &in, &wt);
+  if (status) {
+    fprintf(stderr, "%s\n", kina_last_error());
+    return 1;
+  }
+  const float *r = (const float *)out.aligned + out.offset;
+  for (int i = 0; i < N * M; ++i) {
+    uint32_t bits;
+    memcpy(&bits, &r[i], 4);
+    printf("%08x\n", (unsigned)bits);
+  }
+  runtime_free(out.allocated);
+  if (argc == 3) {
+    uintptr_t base = (uintptr_t)(void *)kina_f - strtoull(argv[1], 0, 16);
+    void *chosen = *(void *const *)(base + strtoull(argv[2], 0, 16));
+    printf("version %llx\n", (unsigned long long)((uintptr_t)chosen - base));
+  }
+  return 0;
+}
+"""
+
+MV_LEVELS = ["x86_64", "x86_64_v3", "x86_64_v4"]
+
+
+def host_version():
+    """The version kina_f should run here: the best of MV_LEVELS whose
+    features /proc/cpuinfo lists (Linux lists AVX and AVX-512 only when
+    it saves their registers)."""
+    flags = set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    v3 = {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe",
+          "xsave", "cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2", "ssse3",
+          "pni"}
+    v4 = {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"}
+    if v3 <= flags:
+        return "x86_64_v4" if v4 <= flags else "x86_64_v3"
+    return "x86_64"
+
+
+def nm_symbols(path):
+    """{name: (type letter, value)} of the symbol table of `path`."""
+    out = run(["nm", path]).stdout
+    table = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            table[parts[2]] = (parts[1], int(parts[0], 16))
+        elif len(parts) == 2:  # undefined: no value
+            table[parts[1]] = (parts[0], None)
+    return table
+
+
+def cmd_multiversion(opts):
+    work = fresh_dir(os.path.join(opts.work, "multiversion"))
+    with open(os.path.join(work, "mv.kir"), "w") as f:
+        f.write(MV_KIR)
+    with open(os.path.join(work, "main.c"), "w") as f:
+        f.write(MV_MAIN)
+    kinac = opts.kinac
+    run([kinac, "mv.kir", "--emit=header", "-o", "mv.h"], cwd=work)
+
+    # The default object: a local version per level, the exported symbol
+    # a dispatcher asking the runtime for the level.
+    run([kinac, "mv.kir", "-o", "mv.o"], cwd=work)
+    syms = nm_symbols(os.path.join(work, "mv.o"))
+    for level in MV_LEVELS:
+        check(syms.get("kina_f." + level, ("",))[0] == "t",
+              f"no local kina_f.{level} in the default object: {syms}")
+    check(syms.get("kina_f", ("",))[0] == "T", "kina_f is not exported")
+    check(syms.get("kina_rt_cpu_level", ("",))[0] == "U",
+          "the default object does not call kina_rt_cpu_level")
+    ll = run([kinac, "mv.kir", "--emit=llvm", "-o", "-"], cwd=work).stdout
+    check(re.search(r"musttail call .* %version\(", ll),
+          "--emit=llvm shows no dispatcher")
+    for cpu in ("x86-64", "x86-64-v3", "x86-64-v4"):
+        check(f'"target-cpu"="{cpu}"' in ll, f"--emit=llvm: no {cpu} version")
+    asm = run([kinac, "mv.kir", "--emit=asm", "-o", "-"], cwd=work).stdout
+    check("kina_f.x86_64_v4:" in asm and "kina_rt_cpu_level" in asm,
+          "--emit=asm shows no versions")
+    # --mcpu pins one version; -O0 stays single-version.
+    for flags in (["--mcpu=x86-64-v3"], ["--mcpu=native"], ["-O0"]):
+        run([kinac, "mv.kir", "-o", "one.o"] + flags, cwd=work)
+        one = nm_symbols(os.path.join(work, "one.o"))
+        check(not any(n.startswith("kina_f.x86_64") for n in one)
+              and "kina_rt_cpu_level" not in one,
+              f"{flags}: the object is multiversioned: {sorted(one)}")
+
+    # Linked with only the runtime's flags; run at each level.
+    flags = run([kinac, "--print-link-flags"]).stdout.split()
+    include = os.path.join(opts.source_dir, "include")
+    run([opts.cc, "-I", include, "-I", work, "main.c", "mv.o"] + flags +
+        ["-o", "app"], cwd=work)
+    # --emit=shared: the same dispatch inside a shared library.
+    run([kinac, "mv.kir", "--emit=shared", "-o", "libmv.so"], cwd=work)
+    run([opts.cc, "-I", include, "-I", work, "main.c", "libmv.so",
+         "-Wl,-rpath," + work] + flags + ["-o", "app-so"], cwd=work)
+    best = host_version()
+    cases = [(None, best), ("x86-64", "x86_64"), ("x86-64-v2", "x86_64")]
+    if best != "x86_64":
+        cases.append(("x86-64-v3", "x86_64_v3"))
+    if best == "x86_64_v4":
+        cases.append(("x86-64-v4", "x86_64_v4"))
+    outputs = {}
+    for app, holder in (("app", "app"), ("app-so", "libmv.so")):
+        table = nm_symbols(os.path.join(work, holder))
+        by_value = {v: n for n, (t, v) in table.items()
+                    if n.startswith("kina_f.x86_64")}
+        for level, expect in cases:
+            env = dict(os.environ)
+            env.pop("KINA_CPU_LEVEL", None)
+            if level:
+                env["KINA_CPU_LEVEL"] = level
+            out = run([os.path.join(work, app),
+                       "%x" % table["kina_f"][1],
+                       "%x" % table["kina_f.kina.version"][1]], cwd=work,
+                      env=env).stdout.split("\n")
+            chosen = by_value.get(int(out[-2].split()[1], 16))
+            check(chosen == "kina_f." + expect,
+                  f"{app} with KINA_CPU_LEVEL={level}: ran {chosen}, "
+                  f"expected kina_f.{expect}")
+            outputs[(app, level)] = out[:-2]
+    # The same level gives the same bits in an object and a shared
+    # library; across levels, the multiply-adds LLVM may fuse
+    # (llvm.fmuladd) are fused where the level has FMA: agreement within
+    # f32's tolerance class (docs/tolerances.md), bits identical at x86-64
+    # and x86-64-v2 (the same version).
+    def floats(out):
+        return [struct.unpack("<f", bytes.fromhex(h)[::-1])[0] for h in out]
+    for level, _ in cases:
+        check(outputs[("app", level)] == outputs[("app-so", level)],
+              f"KINA_CPU_LEVEL={level}: the object and the shared library "
+              "differ")
+    check(outputs[("app", "x86-64")] == outputs[("app", "x86-64-v2")],
+          "x86-64 and x86-64-v2 ran the same version but differ")
+    base = floats(outputs[("app", None)])
+    for key, out in outputs.items():
+        worst = max(abs(a - b) / max(1.0, abs(b))
+                    for a, b in zip(floats(out), base))
+        check(worst <= 1e-5, f"{key}: results differ from the best "
+              f"version's by {worst:g}")
+    # A level above the host's or an unknown name: a warning, the best
+    # level the host has.
+    bad = dict(os.environ, KINA_CPU_LEVEL="pentium")
+    p = run([os.path.join(work, "app")], cwd=work, env=bad)
+    check("KINA_CPU_LEVEL='pentium'" in p.stderr,
+          f"no warning for an unknown level:\n{p.stderr}")
+    print("multiversion: ok (host runs kina_f.%s)" % best)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("command", choices=[
         "install", "cmake-project", "make-project", "depfile", "determinism",
-        "version", "modules", "link-flags"])
+        "version", "modules", "link-flags", "multiversion"])
     ap.add_argument("--build-dir", required=True)
     ap.add_argument("--source-dir", required=True)
     ap.add_argument("--work", required=True)

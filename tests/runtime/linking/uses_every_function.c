@@ -36,6 +36,13 @@ int main(void) {
   CHECK(kina_rt_check_version("kina_f", KINA_ABI_VERSION, "kinac") == 0);
   CHECK(kina_rt_check_version("kina_f", KINA_ABI_VERSION + 1, "kinac") == 1);
   CHECK(strlen(kina_runtime_version()) > 0);
+  /* The host's x86-64 level: 1..4 on x86-64 (0 elsewhere), the same on
+   * every call. */
+  int32_t level = kina_rt_cpu_level();
+  CHECK(level >= 0 && level <= 4 && kina_rt_cpu_level() == level);
+#if defined(__x86_64__)
+  CHECK(level >= 1);
+#endif
 
   /* Host allocation, the registry, frees. */
   KinaMemRef2 host = {0, 0, 0, {2, 3}, {0, 0}};

@@ -1,0 +1,260 @@
+//===- Multiversion.cpp - One object for every x86-64 level ---------------===//
+//
+// Without --mcpu, the cpu target's object carries every function compiled
+// for several x86-64 micro-architecture levels (the psABI's x86-64,
+// x86-64-v3, x86-64-v4) and each exported symbol dispatches on its first
+// call to the best version the host can run, as ISPC's multi-target output
+// and GCC's target_clones do (docs/integration.md, "Processor levels").
+//
+// The rewrite works on the LLVM IR mlir-translate wrote, in kinac's process
+// (LLVM's C++ API), before `opt` and one `llc` run:
+//  - every function definition F is cloned once per level into the same
+//    module as the internal function `F.<level>` (`kina_f.x86_64_v3`), with
+//    the attribute "target-cpu"=<level>: opt's cost models and llc read the
+//    processor from it, function by function. Calls between the module's
+//    functions are redirected to the callee's clone of the same level, so a
+//    version never leaves its level (and the inliner, which refuses callees
+//    of another processor, still inlines). Globals (the manifest, the
+//    version-check flags, constants) stay shared by all versions;
+//  - every exported definition (non-local linkage: `kina_<fn>`,
+//    `kinatd_<fn>`, `kina_module_manifest` ...) keeps its name, linkage and
+//    signature and becomes a dispatcher: it loads an internal pointer slot
+//    (acquire); when null it asks the runtime for the host's level
+//    (`kina_rt_cpu_level`, libkina_runtime.a, runtime/CpuLevel.cpp), picks
+//    the highest version at or below it, stores it (release; racing first
+//    calls store the same pointer) and then tail-calls (musttail) the
+//    version with its own arguments;
+//  - the original internal definitions, unused once the exported ones are
+//    dispatchers, are removed (if a global refers to one, they all stay,
+//    compiled for the generic processor).
+//
+//===----------------------------------------------------------------------===//
+#include "DriverImpl.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/DerivedTypes.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/GlobalVariable.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/MDBuilder.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/IRReader/IRReader.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+#include "llvm/Transforms/Utils/ValueMapper.h"
+
+namespace kina {
+namespace driver {
+
+// LLVM IR's, not the Kina AST's (kina::Function, kina::Module).
+using llvm::Argument;
+using llvm::Attribute;
+using llvm::Function;
+using llvm::Module;
+using llvm::Type;
+using llvm::Value;
+
+const std::vector<CpuLevel> &multiversionLevels() {
+  static const std::vector<CpuLevel> levels = {
+      {"x86-64", 1}, {"x86-64-v3", 3}, {"x86-64-v4", 4}};
+  return levels;
+}
+
+bool wantsMultiversioning(const DriverOptions &opts) {
+  return opts.target == "cpu" && opts.optLevel > 0 && opts.mcpu.empty() &&
+         Triple(sys::getDefaultTargetTriple()).getArch() == Triple::x86_64;
+}
+
+namespace {
+
+/// `name.x86_64_v3`: the clone's name (dashes of the level spelled as
+/// underscores, so the name needs no quoting in assembly or debuggers).
+std::string versionName(StringRef name, StringRef level) {
+  std::string suffix = level.str();
+  for (char &c : suffix)
+    if (c == '-')
+      c = '_';
+  return (name + "." + suffix).str();
+}
+
+/// Replaces the body of the exported `f` with the dispatcher over
+/// `versions` (one per level of `levels`, same order).
+void buildDispatcher(Function &f, ArrayRef<CpuLevel> levels,
+                     ArrayRef<Function *> versions, FunctionCallee cpuLevel) {
+  Module &m = *f.getParent();
+  LLVMContext &ctx = m.getContext();
+  GlobalValue::LinkageTypes linkage = f.getLinkage();
+  f.deleteBody();
+  f.setLinkage(linkage);
+  // The dispatcher reads and writes its slot: drop what the original body
+  // promised about memory; it keeps its parameters' attributes (musttail
+  // forwards them).
+  f.removeFnAttr(Attribute::Memory);
+  f.removeFnAttr("target-cpu");
+  f.removeFnAttr("target-features");
+
+  PointerType *ptr = PointerType::getUnqual(ctx);
+  auto *slot = new GlobalVariable(
+      m, ptr, /*isConstant=*/false, GlobalValue::InternalLinkage,
+      ConstantPointerNull::get(ptr), f.getName() + ".kina.version");
+  slot->setAlignment(Align(8));
+
+  BasicBlock *entry = BasicBlock::Create(ctx, "entry", &f);
+  BasicBlock *resolve = BasicBlock::Create(ctx, "resolve", &f);
+  BasicBlock *call = BasicBlock::Create(ctx, "call", &f);
+  IRBuilder<> b(entry);
+  LoadInst *cached = b.CreateAlignedLoad(ptr, slot, Align(8), "cached");
+  cached->setAtomic(AtomicOrdering::Acquire);
+  Value *unresolved = b.CreateICmpEQ(cached, ConstantPointerNull::get(ptr));
+  b.CreateCondBr(unresolved, resolve, call,
+                 MDBuilder(ctx).createUnlikelyBranchWeights());
+
+  b.SetInsertPoint(resolve);
+  Value *host = b.CreateCall(cpuLevel, {}, "host.level");
+  // Levels ascend: the last one at or below the host's wins; the first
+  // (x86-64, level 1) runs anywhere.
+  Value *chosen = versions.front();
+  for (size_t i = 1; i < levels.size(); ++i) {
+    Value *fits = b.CreateICmpSGE(host, b.getInt32(levels[i].level));
+    chosen = b.CreateSelect(fits, versions[i], chosen);
+  }
+  StoreInst *store = b.CreateAlignedStore(chosen, slot, Align(8));
+  store->setAtomic(AtomicOrdering::Release);
+  b.CreateBr(call);
+
+  b.SetInsertPoint(call);
+  PHINode *target = b.CreatePHI(ptr, 2, "version");
+  target->addIncoming(cached, entry);
+  target->addIncoming(chosen, resolve);
+  SmallVector<Value *> args;
+  for (Argument &arg : f.args())
+    args.push_back(&arg);
+  CallInst *forward = b.CreateCall(f.getFunctionType(), target, args);
+  forward->setTailCallKind(CallInst::TCK_MustTail);
+  forward->setCallingConv(f.getCallingConv());
+  forward->setAttributes(f.getAttributes());
+  if (f.getReturnType()->isVoidTy())
+    b.CreateRetVoid();
+  else
+    b.CreateRet(forward);
+}
+
+} // namespace
+
+Error multiversionModule(Module &m, ArrayRef<CpuLevel> levels) {
+  SmallVector<Function *> definitions;
+  for (Function &f : m)
+    if (!f.isDeclaration())
+      definitions.push_back(&f);
+  if (definitions.empty() || levels.empty())
+    return Error::success();
+
+  // One clone of every definition per level; calls between definitions go
+  // to the callee's clone of the same level (globals map to themselves).
+  std::vector<SmallVector<Function *>> versions(levels.size());
+  for (size_t l = 0; l < levels.size(); ++l) {
+    ValueToValueMapTy map;
+    for (Function *f : definitions) {
+      Function *clone = Function::Create(
+          f->getFunctionType(), GlobalValue::InternalLinkage,
+          f->getAddressSpace(), versionName(f->getName(), levels[l].name), &m);
+      map[f] = clone;
+      versions[l].push_back(clone);
+    }
+    for (size_t i = 0; i < definitions.size(); ++i) {
+      Function *f = definitions[i], *clone = versions[l][i];
+      auto arg = clone->arg_begin();
+      for (const Argument &a : f->args()) {
+        arg->setName(a.getName());
+        map[&a] = &*arg++;
+      }
+      SmallVector<ReturnInst *, 8> returns;
+      CloneFunctionInto(clone, f, map,
+                        CloneFunctionChangeType::LocalChangesOnly, returns);
+      clone->setLinkage(GlobalValue::InternalLinkage);
+      clone->setVisibility(GlobalValue::DefaultVisibility);
+      clone->setDLLStorageClass(GlobalValue::DefaultStorageClass);
+      clone->setComdat(nullptr);
+      clone->setDSOLocal(true);
+      clone->addFnAttr("target-cpu", levels[l].name);
+      clone->removeFnAttr("target-features");
+      clone->removeFnAttr("tune-cpu");
+    }
+  }
+
+  // int32_t kina_rt_cpu_level(void), libkina_runtime.a.
+  FunctionCallee cpuLevel = m.getOrInsertFunction(
+      "kina_rt_cpu_level", FunctionType::get(Type::getInt32Ty(m.getContext()),
+                                             /*isVarArg=*/false));
+  SmallVector<Function *> internal;
+  for (size_t i = 0; i < definitions.size(); ++i) {
+    Function *f = definitions[i];
+    if (f->hasLocalLinkage()) {
+      internal.push_back(f);
+      continue;
+    }
+    SmallVector<Function *> perLevel;
+    for (size_t l = 0; l < levels.size(); ++l)
+      perLevel.push_back(versions[l][i]);
+    buildDispatcher(*f, levels, perLevel, cpuLevel);
+  }
+  // The original internal definitions are now used only by each other,
+  // unless a global refers to one (llvm.global_ctors, a table): then they
+  // all stay, compiled for the generic processor.
+  SmallPtrSet<Function *, 16> originals(internal.begin(), internal.end());
+  bool referenced = llvm::any_of(internal, [&](Function *f) {
+    return llvm::any_of(f->users(), [&](User *user) {
+      auto *inst = dyn_cast<Instruction>(user);
+      return !inst || !originals.contains(inst->getFunction());
+    });
+  });
+  if (!referenced) {
+    for (Function *f : internal)
+      f->dropAllReferences();
+    for (Function *f : internal)
+      f->eraseFromParent();
+  }
+
+  std::string broken;
+  raw_string_ostream os(broken);
+  if (verifyModule(m, &os))
+    return createStringError(inconvertibleErrorCode(),
+                             "internal error: the multiversioned module does "
+                             "not verify: " +
+                                 os.str());
+  return Error::success();
+}
+
+Error multiversionFile(StringRef inPath, StringRef outPath,
+                       ArrayRef<CpuLevel> levels) {
+  LLVMContext ctx;
+  SMDiagnostic diag;
+  std::unique_ptr<Module> m = parseIRFile(inPath, diag, ctx);
+  if (!m) {
+    std::string text;
+    raw_string_ostream os(text);
+    diag.print("kinac", os);
+    return createStringError(inconvertibleErrorCode(),
+                             "internal error: cannot read mlir-translate's "
+                             "LLVM IR: " +
+                                 os.str());
+  }
+  if (Error err = multiversionModule(*m, levels))
+    return err;
+  std::error_code ec;
+  raw_fd_ostream out(outPath, ec);
+  if (ec)
+    return createStringError(ec, "cannot write '%s': %s", outPath.str().c_str(),
+                             ec.message().c_str());
+  m->print(out, nullptr);
+  return Error::success();
+}
+
+} // namespace driver
+} // namespace kina
