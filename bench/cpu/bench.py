@@ -20,6 +20,9 @@ of --repeats timed runs of each:
     the memory-bound rows are compared with.
 Prints a table (median time, GB/s or GFLOP/s, kinac / best peer as a ratio
 of times: below 1 means kinac is faster) and writes JSON (--json).
+With --tuned, also the matmuls 1024, 2048 and [1797,64]x[64,32] built by
+default and with `--autotune` (--autotune-budget seconds each, the choices
+kept in --tuning-cache), side by side (tuned_matmuls).
 Results move with the machine's load: say what else ran when recording.
 """
 import argparse, ctypes, ctypes.util, datetime, json, os, platform
@@ -160,6 +163,62 @@ def openblas():
     return f
 
 
+TUNED = [  # name, module, --tune-shape, operand shapes
+    ("matmul 1024", "func @f(%a: f32[1024, 1024], %b: f32[1024, 1024]) -> "
+     "f32[1024, 1024] {\n  %c = matmul %a, %b\n  return %c\n}\n", None,
+     [(1024, 1024), (1024, 1024)]),
+    ("matmul 2048", "func @f(%a: f32[2048, 2048], %b: f32[2048, 2048]) -> "
+     "f32[2048, 2048] {\n  %c = matmul %a, %b\n  return %c\n}\n", None,
+     [(2048, 2048), (2048, 2048)]),
+    ("matmul [1797,64]x[64,32]", "func @f(%a: f32[N, 64], %b: f32[64, 32]) "
+     "-> f32[N, 32] {\n  %c = matmul %a, %b\n  return %c\n}\n", "N=1797",
+     [(1797, 64), (64, 32)]),
+]
+
+
+def tuned_matmuls(args, tmp, rng):
+    """The matmuls of TUNED built by default and with --autotune (the cache
+    --tuning-cache, kept), timed alike; returns the rows."""
+    rows = []
+    for i, (work, body, shape, shapes) in enumerate(TUNED):
+        path = os.path.join(tmp, "tuned%d.kir" % i)
+        with open(path, "w") as fh:
+            fh.write("module @tuned%d\n" % i + body)
+        ins = [rng.standard_normal(sh).astype(np.float32) for sh in shapes]
+        times, outs = {}, {}
+        for kind, extra in (("default", []), ("tuned", [
+                "--autotune", "--tuning-cache", args.tuning_cache,
+                "--autotune-budget", str(args.autotune_budget)] +
+                (["--tune-shape", shape] if shape else []))):
+            so = os.path.join(tmp, "tuned%d-%s.so" % (i, kind))
+            cmd = [args.kinac, path, "--emit=shared", "-O" + args.opt,
+                   "-o", so] + extra
+            if args.mcpu:
+                cmd.append("--mcpu=" + args.mcpu)
+            subprocess.run(cmd, check=True)
+            call = Kina(so).make("f", ins, 2)
+            outs[kind] = call(keep=True)
+            times[kind] = timeit(call, args.repeats)
+        ref = ins[0] @ ins[1]
+        err = max(float(np.max(np.abs(o - ref) / np.maximum(1, np.abs(ref))))
+                  for o in outs.values())
+        flops = 2 * shapes[0][0] * shapes[0][1] * shapes[1][1]
+        rows.append({"work": work + " f32", "default_s": times["default"],
+                     "tuned_s": times["tuned"],
+                     "tuned_over_default": times["tuned"] / times["default"],
+                     "default_gflops": flops / times["default"] / 1e9,
+                     "tuned_gflops": flops / times["tuned"] / 1e9,
+                     "max_rel_err_vs_numpy": err})
+    print("%-30s %12s %12s %8s" % ("tuned", "default ms", "tuned ms",
+                                   "ratio"))
+    for r in rows:
+        print("%-30s %7.2f %4.0f %7.2f %4.0f %8.2f  GFLOP/s; err %.1e" % (
+            r["work"], 1e3 * r["default_s"], r["default_gflops"],
+            1e3 * r["tuned_s"], r["tuned_gflops"], r["tuned_over_default"],
+            r["max_rel_err_vs_numpy"]))
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--kinac", default=os.path.join(ROOT, "build/bin/kinac"))
@@ -167,7 +226,17 @@ def main():
     ap.add_argument("-O", dest="opt", default="2")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--json", default="bench-cpu.json")
+    ap.add_argument("--tuned", action="store_true",
+                    help="also default vs --autotune matmuls (TUNED)")
+    ap.add_argument("--tuned-only", action="store_true",
+                    help="only the default vs --autotune matmuls")
+    ap.add_argument("--tuning-cache", default="bench-cpu-tuning.json")
+    ap.add_argument("--autotune-budget", type=float, default=60)
     args = ap.parse_args()
+    if args.tuned_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            tuned_matmuls(args, tmp, np.random.default_rng(0))
+        return 0
     try:
         import torch
         torch.set_num_threads(1)
@@ -279,6 +348,7 @@ def main():
                 libs["mlp"].make("forward", ws, 2), peers,
                 lambda: np_mlp(*ws), "GFLOP/s",
                 2 * batch * (64 * 32 + 32 * 10))
+        tuned = tuned_matmuls(args, tmp, rng) if args.tuned else []
 
     print("%-28s %12s %10s  %s" % ("work", "kinac ms", "rate", "peers (ms, rate)"))
     for r in rows:
@@ -296,7 +366,8 @@ def main():
               "machine": platform.processor() or platform.machine(),
               "cpus": os.cpu_count(), "mcpu": args.mcpu, "opt": args.opt,
               "threads": 1, "repeats": args.repeats,
-              "load_average": os.getloadavg(), "rows": rows}
+              "load_average": os.getloadavg(), "rows": rows,
+              "tuned": tuned}
     with open(args.json, "w") as fh:
         json.dump(report, fh, indent=1)
     print("wrote", args.json, "; load average", os.getloadavg())
