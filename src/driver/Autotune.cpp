@@ -73,8 +73,8 @@ std::vector<Schedule> stageCandidates(const ScheduleSpace &space,
 /// The search's state and its measuring.
 class Search {
 public:
-  Search(const DriverOptions &opts, const std::string &input,
-         const char *argv0, TempFiles &temps, const ToolRunner &tools)
+  Search(const DriverOptions &opts, const std::string &input, const char *argv0,
+         TempFiles &temps, const ToolRunner &tools)
       : opts(opts), input(input), argv0(argv0), temps(temps), tools(tools),
         start(Clock::now()) {}
 
@@ -109,14 +109,14 @@ public:
     if (!path)
       return path.takeError();
     if (Error err = writeOutput(*path, *library))
-      return std::move(err);
+      return err;
     double left = opts.autotuneBudget > 0
                       ? std::max(0.05, opts.autotuneBudget - elapsed())
                       : 2.0;
-    std::vector<std::string> args = {"kina-run",   *path,
-                                     op.function,  "--bench",
-                                     "--warmup",   "2",
-                                     "--repeat",   "9",
+    std::vector<std::string> args = {"kina-run",      *path,
+                                     op.function,     "--bench",
+                                     "--warmup",      "2",
+                                     "--repeat",      "9",
                                      "--max-seconds", std::to_string(left)};
     if (!op.symbols.empty()) {
       args.push_back("--shape");
@@ -124,13 +124,12 @@ public:
     }
     std::string output;
     if (Error err = tools.run(findKinaRun(argv0), args, &output))
-      return std::move(err);
+      return err;
     // The last line of the output is kina-run's JSON.
     StringRef text = StringRef(output).rtrim();
     StringRef last = text.substr(text.rfind('\n') + 1);
     nlohmann::json j = nlohmann::json::parse(last.str(), nullptr, false);
-    if (!j.is_object() || !j.contains("median_s") ||
-        !j["median_s"].is_number())
+    if (!j.is_object() || !j.contains("median_s") || !j["median_s"].is_number())
       return createStringError(inconvertibleErrorCode(),
                                "kina-run printed no timing: " + output);
     return j["median_s"].get<double>();
@@ -142,11 +141,11 @@ public:
                 double bestSeconds) {
     if (elapsed() < 1.0)
       return;
-    errs() << format("kinac: autotune: %s (@%s): %zu tried, ",
-                     op.key.c_str(), op.function.c_str(), tried)
+    errs() << format("kinac: autotune: %s (@%s): %zu tried, ", op.key.c_str(),
+                     op.function.c_str(), tried)
            << "[" << candidate.str() << "] " << outcome
-           << format("; best %.3f ms", bestSeconds * 1e3) << " ["
-           << best.str() << "]\n";
+           << format("; best %.3f ms", bestSeconds * 1e3) << " [" << best.str()
+           << "]\n";
   }
 
   const DriverOptions &opts;
@@ -186,8 +185,8 @@ Error checkMeasurable(const TunableOp &op, const DriverOptions &opts,
 } // namespace
 
 std::shared_ptr<const TuningParameters>
-autotune(const DriverOptions &opts, const std::string &input,
-         const char *argv0, TempFiles &temps, const ToolRunner &tools) {
+autotune(const DriverOptions &opts, const std::string &input, const char *argv0,
+         TempFiles &temps, const ToolRunner &tools) {
   // The tunable ops, from MLIRGen's module.
   DriverOptions probeOptions = opts;
   probeOptions.stats.clear();

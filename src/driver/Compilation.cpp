@@ -168,9 +168,8 @@ std::optional<std::string> Compilation::generate(const std::string &input,
   if (opts.tuningOverride)
     pipeline.tuning = opts.tuningOverride;
   else if (tuningCache)
-    pipeline.tuning = std::make_shared<TuningParameters>(
-        tuningCache->select(moduleName, tunables, currentIdentity(opts),
-                            opts.tuneShapes));
+    pipeline.tuning = std::make_shared<TuningParameters>(tuningCache->select(
+        moduleName, tunables, currentIdentity(opts), opts.tuneShapes));
   if (stage == EmitStage::MlirGpu ||
       (stage == EmitStage::Dot && opts.target == "cuda"))
     pipeline.stopAfter = "mlir-gpu";

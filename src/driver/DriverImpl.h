@@ -404,8 +404,8 @@ private:
 /// into --tuning-cache (if given) and returns them for the build. Errors
 /// (no tunable op is not one) were reported; returns null then.
 std::shared_ptr<const TuningParameters>
-autotune(const DriverOptions &opts, const std::string &input,
-         const char *argv0, TempFiles &temps, const ToolRunner &tools);
+autotune(const DriverOptions &opts, const std::string &input, const char *argv0,
+         TempFiles &temps, const ToolRunner &tools);
 
 //===----------------------------------------------------------------------===//
 // Compilation of one module (Compilation.cpp, Shared.cpp)

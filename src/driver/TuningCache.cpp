@@ -35,6 +35,7 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 
 #ifndef KINA_VERSION
 #define KINA_VERSION "0.0.0"
@@ -51,10 +52,9 @@ constexpr const char *kFormat = "kinac-tuning-cache";
 constexpr int64_t kVersion = 1;
 
 /// The host's vector features that change which schedule is fastest.
-constexpr const char *kFeatures[] = {"sse4.2",  "avx",      "avx2",
-                                     "fma",     "avx512f",  "avx512bw",
-                                     "avx512vl", "neon",    "sve",
-                                     "sve2"};
+constexpr const char *kFeatures[] = {"sse4.2",  "avx",      "avx2",     "fma",
+                                     "avx512f", "avx512bw", "avx512vl", "neon",
+                                     "sve",     "sve2"};
 
 std::string typeText(mlir::Type type) {
   std::string s;
@@ -79,8 +79,7 @@ Expected<TuningCacheEntry> parseEntry(const Json &j, const std::string &path,
   if (!j.is_object())
     return cacheError(path, at, "not an object");
   TuningCacheEntry e;
-  auto str = [&](const char *field, std::string &out,
-                 bool required) -> Error {
+  auto str = [&](const char *field, std::string &out, bool required) -> Error {
     auto it = j.find(field);
     if (it == j.end())
       return required ? cacheError(path, at, Twine("no field '") + field + "'")
@@ -96,11 +95,11 @@ Expected<TuningCacheEntry> parseEntry(const Json &j, const std::string &path,
       return Error::success();
     if (!it->is_object())
       return cacheError(path, at + "." + field, "not an object");
-    for (auto [name, value] : it->items()) {
-      if (!value.is_number_integer())
-        return cacheError(path, at + "." + field + "." + name,
+    for (const auto &item : it->items()) {
+      if (!item.value().is_number_integer())
+        return cacheError(path, at + "." + field + "." + item.key(),
                           "not an integer");
-      set(name, value.template get<int64_t>());
+      set(item.key(), item.value().template get<int64_t>());
     }
     return Error::success();
   };
@@ -117,7 +116,7 @@ Expected<TuningCacheEntry> parseEntry(const Json &j, const std::string &path,
         {"mcpu", &e.identity.mcpu, false},
         {"generator", &e.generator, false}})
     if (Error err = str(field, *out, required))
-      return std::move(err);
+      return err;
   auto version = j.find("space_version");
   if (version == j.end() || !version->is_number_integer())
     return cacheError(path, at + ".space_version",
@@ -128,14 +127,14 @@ Expected<TuningCacheEntry> parseEntry(const Json &j, const std::string &path,
   if (Error err = ints("schedule", [&](const std::string &n, int64_t v) {
         e.schedule.params[n] = v;
       }))
-    return std::move(err);
+    return err;
   if (Error err = ints("bindings", [&](const std::string &n, int64_t v) {
         e.bindings[n] = v;
       }))
-    return std::move(err);
-  for (auto [field, out] : {std::pair<const char *, double *>{
-                                "median_s", &e.medianSeconds},
-                            {"default_median_s", &e.defaultSeconds}}) {
+    return err;
+  for (auto [field, out] :
+       {std::pair<const char *, double *>{"median_s", &e.medianSeconds},
+        {"default_median_s", &e.defaultSeconds}}) {
     auto it = j.find(field);
     if (it == j.end())
       continue;
@@ -263,7 +262,8 @@ std::vector<TunableOp> findTunables(mlir::ModuleOp module, const Module &ast,
     op.space = "cpu.matmul";
     op.dtype = typeText(resultType.getElementType());
     for (mlir::Value operand : matmul.getDpsInputs())
-      op.shapes += (op.shapes.empty() ? "" : ", ") + typeText(operand.getType());
+      op.shapes +=
+          (op.shapes.empty() ? "" : ", ") + typeText(operand.getType());
     if (auto fn = matmul->getParentOfType<mlir::func::FuncOp>()) {
       StringRef name = fn.getSymName();
       name.consume_front(opts.symbolPrefix);
@@ -322,9 +322,8 @@ Expected<TuningCache> TuningCache::load(const std::string &path,
     size_t end = std::min<size_t>(e.byte ? e.byte - 1 : 0, text->size());
     size_t line = 1 + std::count(text->begin(), text->begin() + end, '\n');
     size_t lineStart = text->rfind('\n', end ? end - 1 : 0);
-    size_t col = lineStart == std::string::npos || end == 0
-                     ? end + 1
-                     : end - lineStart;
+    size_t col =
+        lineStart == std::string::npos || end == 0 ? end + 1 : end - lineStart;
     std::string what = e.what();
     // nlohmann's "[json.exception.parse_error.101] parse error at line 1,
     // column 5: syntax error ...": keep what follows the position.
@@ -349,8 +348,7 @@ Expected<TuningCache> TuningCache::load(const std::string &path,
   if (version->get<int64_t>() != kVersion) {
     std::string what = "tuning cache '" + path + "' has version " +
                        std::to_string(version->get<int64_t>()) +
-                       ", this kinac reads version " +
-                       std::to_string(kVersion);
+                       ", this kinac reads version " + std::to_string(kVersion);
     if (forWriting)
       return createStringError(inconvertibleErrorCode(),
                                what + "; --autotune would overwrite it");

@@ -112,8 +112,8 @@ void fillRandom(const ElementInfo &element, const std::vector<int64_t> &shape,
   }
 }
 
-int32_t timeCalls(const std::function<int32_t()> &call, int warmup,
-                  int repeat, double maxSeconds, std::vector<double> &times) {
+int32_t timeCalls(const std::function<int32_t()> &call, int warmup, int repeat,
+                  double maxSeconds, std::vector<double> &times) {
   using Clock = std::chrono::steady_clock;
   times.clear();
   for (int i = 0; i < warmup; ++i)

@@ -48,8 +48,8 @@ void fillRandom(const ElementInfo &element, const std::vector<int64_t> &shape,
 /// `maxSeconds` (> 0) have passed after at least one. Returns the status
 /// of the first failing call (and no times), else 0 with `times` in
 /// seconds, in call order.
-int32_t timeCalls(const std::function<int32_t()> &call, int warmup,
-                  int repeat, double maxSeconds, std::vector<double> &times);
+int32_t timeCalls(const std::function<int32_t()> &call, int warmup, int repeat,
+                  double maxSeconds, std::vector<double> &times);
 
 /// The median of `times` (the mean of the middle two for an even count).
 double median(std::vector<double> times);

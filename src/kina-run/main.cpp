@@ -178,8 +178,7 @@ int runKinaRun(const Options &opts) {
   std::string where = "@" + fn->name;
   run::DimBindings bindings;
   for (const std::string &text : opts.shapes)
-    if (std::string why = run::parseDimBindings(text, bindings);
-        !why.empty()) {
+    if (std::string why = run::parseDimBindings(text, bindings); !why.empty()) {
       error(why);
       return KINA_STATUS_VALIDATION_ERROR;
     }

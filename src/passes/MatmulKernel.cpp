@@ -149,8 +149,8 @@ void emitRows(OpBuilder &b, Location loc, const Matmul &mm, Value rowLo,
         SmallVector<Value> rows, cols, packedCols;
         for (int64_t r = 0; r < mr; ++r)
           rows.push_back(r == 0 ? i0
-                                : arith::AddIOp::create(
-                                      b, loc, i0, indexConst(b, loc, r)));
+                                : arith::AddIOp::create(b, loc, i0,
+                                                        indexConst(b, loc, r)));
         for (int64_t v = 0; v < nv; ++v) {
           cols.push_back(v == 0 ? j0
                                 : arith::AddIOp::create(
@@ -184,8 +184,6 @@ void emitRows(OpBuilder &b, Location loc, const Matmul &mm, Value rowLo,
               }
               scf::YieldOp::create(b, loc, next);
             });
-        if (mm.schedule.unrollK > 1)
-          (void)loopUnrollByFactor(loop, mm.schedule.unrollK);
         for (int64_t r = 0; r < mr; ++r)
           for (int64_t v = 0; v < nv; ++v) {
             Value sum = loop.getResult(r * nv + v);
@@ -195,6 +193,11 @@ void emitRows(OpBuilder &b, Location loc, const Matmul &mm, Value rowLo,
             else
               vector::StoreOp::create(b, loc, sum, mm.c, at);
           }
+        // Unrolled once its results are used: for a trip count unknown
+        // here the unroll adds an epilogue loop after `loop` and moves the
+        // uses of its results to the epilogue's.
+        if (mm.schedule.unrollK > 1)
+          (void)loopUnrollByFactor(loop, mm.schedule.unrollK);
         scf::YieldOp::create(b, loc);
       });
 }
@@ -214,8 +217,7 @@ void emitPanels(OpBuilder &b, Location loc, const Matmul &mm,
       roundDown(b, loc, arith::SubIOp::create(b, loc, iHi, iLo),
                 mm.schedule.rows));
   scf::ForOp::create(
-      b, loc, cols.colLo, cols.colHi, indexConst(b, loc, nv * vl),
-      ValueRange{},
+      b, loc, cols.colLo, cols.colHi, indexConst(b, loc, nv * vl), ValueRange{},
       [&](OpBuilder &b, Location loc, Value j0, ValueRange) {
         Value mask;
         if (cols.masked) {
@@ -241,8 +243,8 @@ void emitPanels(OpBuilder &b, Location loc, const Matmul &mm,
               [&](OpBuilder &b, Location loc, Value k, ValueRange) {
                 Value kk = arith::SubIOp::create(b, loc, k, kLo);
                 for (int64_t v = 0; v < nv; ++v) {
-                  Value col = arith::AddIOp::create(
-                      b, loc, j0, indexConst(b, loc, v * vl));
+                  Value col = arith::AddIOp::create(b, loc, j0,
+                                                    indexConst(b, loc, v * vl));
                   Value row = vector::LoadOp::create(b, loc, mm.vecTy, mm.b,
                                                      ValueRange{k, col});
                   vector::StoreOp::create(
@@ -278,12 +280,12 @@ void rewriteMatmul(linalg::MatmulOp op, const TuningParameters *tuning) {
   Location loc = op.getLoc();
   MatmulSchedule schedule =
       MatmulSchedule::from(tuning ? tuning->lookup(op) : nullptr);
-  int64_t kBlockK = schedule.blockK, kBlockM = schedule.blockM;
+  int64_t blockK = schedule.blockK, blockM = schedule.blockM;
   int64_t vl = schedule.vectorBits / elem.getIntOrFloatBitWidth();
   int64_t nv = schedule.panel;
   // The packed panel lives on the stack: matmuls sit in a function's body
   // (Kina has no loops), so the alloca is made once per call.
-  auto packedTy = MemRefType::get({kBlockK, nv * vl}, elem);
+  auto packedTy = MemRefType::get({blockK, nv * vl}, elem);
   Matmul mm{a,
             bm,
             c,
@@ -298,22 +300,22 @@ void rewriteMatmul(linalg::MatmulOp op, const TuningParameters *tuning) {
   Value nw = roundDown(b, loc, mm.n, nv * vl);
   Value n1 = roundDown(b, loc, mm.n, vl);
   Value zero = indexConst(b, loc, 0);
-  Columns groups[] = {{zero, nw, nv, false}, {nw, n1, 1, false},
-                      {n1, mm.n, 1, true}};
+  Columns groups[] = {
+      {zero, nw, nv, false}, {nw, n1, 1, false}, {n1, mm.n, 1, true}};
   scf::ForOp::create(
-      b, loc, zero, mm.k, indexConst(b, loc, kBlockK), ValueRange{},
+      b, loc, zero, mm.k, indexConst(b, loc, blockK), ValueRange{},
       [&](OpBuilder &b, Location loc, Value kLo, ValueRange) {
         Value kHi = arith::MinSIOp::create(
             b, loc,
-            arith::AddIOp::create(b, loc, kLo, indexConst(b, loc, kBlockK)),
+            arith::AddIOp::create(b, loc, kLo, indexConst(b, loc, blockK)),
             mm.k);
         scf::ForOp::create(
-            b, loc, zero, mm.m, indexConst(b, loc, kBlockM), ValueRange{},
+            b, loc, zero, mm.m, indexConst(b, loc, blockM), ValueRange{},
             [&](OpBuilder &b, Location loc, Value iLo, ValueRange) {
               Value iHi = arith::MinSIOp::create(
                   b, loc,
                   arith::AddIOp::create(b, loc, iLo,
-                                        indexConst(b, loc, kBlockM)),
+                                        indexConst(b, loc, blockM)),
                   mm.m);
               for (const Columns &cols : groups)
                 emitPanels(b, loc, mm, cols, iLo, iHi, kLo, kHi);

@@ -132,23 +132,23 @@ void emitGridStrideKernel(OpBuilder &b, Location loc, Value n,
 void emitScalarKernel(OpBuilder &b, const ElementwiseSpec &spec, Value n) {
   OpBuilder::InsertionGuard guard(b);
   Location loc = spec.loc;
-  emitGridStrideKernel(b, loc, n, spec.blockSize, [&](OpBuilder &kb,
-                                                      Value linear) {
-    SmallVector<Value> ivs = delinearize(kb, loc, linear, spec.sizes);
-    SmallVector<Value> args;
-    for (auto [value, map] : llvm::zip(spec.inputs, spec.inputMaps)) {
-      if (!isa<MemRefType>(value.getType())) {
-        args.push_back(value);
-        continue;
-      }
-      args.push_back(
-          memref::LoadOp::create(kb, loc, value, applyMap(kb, loc, map, ivs)));
-    }
-    SmallVector<Value> results = spec.body(kb, args, ivs);
-    for (auto [out, value] : llvm::zip(spec.outputs, results))
-      memref::StoreOp::create(kb, loc, value, out.memref,
-                              applyMap(kb, loc, out.map, ivs));
-  });
+  emitGridStrideKernel(
+      b, loc, n, spec.blockSize, [&](OpBuilder &kb, Value linear) {
+        SmallVector<Value> ivs = delinearize(kb, loc, linear, spec.sizes);
+        SmallVector<Value> args;
+        for (auto [value, map] : llvm::zip(spec.inputs, spec.inputMaps)) {
+          if (!isa<MemRefType>(value.getType())) {
+            args.push_back(value);
+            continue;
+          }
+          args.push_back(memref::LoadOp::create(kb, loc, value,
+                                                applyMap(kb, loc, map, ivs)));
+        }
+        SmallVector<Value> results = spec.body(kb, args, ivs);
+        for (auto [out, value] : llvm::zip(spec.outputs, results))
+          memref::StoreOp::create(kb, loc, value, out.memref,
+                                  applyMap(kb, loc, out.map, ivs));
+      });
 }
 
 /// How the vector kernel reads an operand along the innermost loop.
@@ -527,8 +527,7 @@ public:
   void runOnOperation() override {
     if (blockSize < 32 || blockSize > 1024 || blockSize % 32 != 0) {
       getOperation().emitError("kina-gpu-map-elementwise: block-size ")
-          << blockSize.getValue()
-          << " is not a multiple of 32 in [32, 1024]";
+          << blockSize.getValue() << " is not a multiple of 32 in [32, 1024]";
       return signalPassFailure();
     }
     SmallVector<Operation *> work;
