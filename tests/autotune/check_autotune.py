@@ -6,9 +6,8 @@
   line:col), module, function, shapes, dtype, bindings, target, processor
   and a valid "cpu.matmul" schedule; the tuned library's result equals
   NumPy's A @ B; no temporary file is left beside the cache.
-- The object of the --autotune build equals the objects of two builds with
-  --tuning-cache, which are byte-identical and run no kina-run (-v lists
-  every tool kinac runs).
+- Two builds with --tuning-cache are byte-identical and run no kina-run
+  (-v lists every tool kinac runs); --autotune without a cache builds.
 - A hand-written schedule (vbits=128) turns the kernel's vector<8xf32> into
   vector<4xf32> in --emit=mlir-llvm.
 - --autotune-budget bounds the search: with 1 second, kinac measures few
@@ -140,8 +139,7 @@ def main():
               'tuned matmul equals NumPy (max err %g)' %
               np.abs(got - a @ b).max())
 
-    # The --autotune build's object equals the cache builds', which are
-    # byte-identical and measure nothing.
+    # Builds with the cache are byte-identical and measure nothing.
     objs = []
     r = run([kinac, kir, '--autotune', '--tune-shape', 'N=200',
              '--autotune-budget', '0', '-o', os.path.join(work, 'at.o')])
