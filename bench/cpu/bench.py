@@ -21,9 +21,10 @@ after a warm-up call, the median of --repeats timed runs of each:
   - the compile time of each program (kinac --emit=shared, and IREE's).
 kinac's programs are compiled with `kinac --emit=shared -O2` twice: with
 the default processor (no --mcpu: the multiversioned object, dispatching
-on this host) and with --mcpu=native; each is a column. The `tuned` column
-is a hook for autotuned figures (tuned_flags below): empty until a tuner
-fills it.
+on this host) and with --mcpu=native; each is a column. With --tuned, a
+third column: the matmul programs built with `--autotune` at one size each
+(tuned_flags, TUNE_SHAPES; --autotune-budget seconds each, the choices kept
+in --tuning-cache).
 Each thread count of --threads (default `1,all`) runs in a subprocess of
 its own whose environment caps every library before it loads:
 KINA_NUM_THREADS, OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS,
@@ -85,11 +86,23 @@ func @bmm(%a: f32[B, M, K], %b: f32[B, K, N]) -> f32[B, M, N] {
 ENTRY = {"mlp": "forward"}
 
 
-def tuned_flags(program):
-    """Hook for autotuned figures: the extra kinac flags of `program`'s
-    tuned build (a list), or None for no tuned column. The tuner (kinac
-    --autotune) plugs in here; until then every `tuned` cell is empty."""
-    return None
+# The size each tunable program is tuned at (kinac --autotune --tune-shape):
+# one build per program serves all its rows, so it is tuned at the size the
+# issue's table leads with.
+TUNE_SHAPES = {"matmul": "M=1024,K=1024,N=1024", "bmm": "B=12,M=1024,K=64,N=1024",
+               "mlp": "N=1797"}
+
+
+def tuned_flags(program, args):
+    """The extra kinac flags of `program`'s `tuned` column (a list), or None
+    for no tuned column: with --tuned, `--autotune` at TUNE_SHAPES[program]
+    on this host (--mcpu=native, like the native column), the choices kept
+    in --tuning-cache so that a second run reuses them without measuring."""
+    if not args.tuned or program not in TUNE_SHAPES:
+        return None
+    return ["--mcpu=native", "--autotune", "--tune-shape",
+            TUNE_SHAPES[program], "--tuning-cache", args.tuning_cache,
+            "--autotune-budget", str(args.autotune_budget)]
 
 
 # ---------------------------------------------------------------------------
@@ -366,8 +379,8 @@ def build(args, tmp):
         with open(path, "w") as fh:
             fh.write(src)
         cols = dict(columns)
-        if tuned_flags(prog) is not None:
-            cols["tuned"] = tuned_flags(prog)
+        if tuned_flags(prog, args) is not None:
+            cols["tuned"] = tuned_flags(prog, args)
         for col, flags in cols.items():
             so = os.path.join(tmp, "%s.%s.so" % (prog, col))
             cmd = [args.kinac, path, "--emit=shared", "-O" + args.opt,
@@ -603,7 +616,7 @@ def worker(args):
 def print_table(report):
     cols = ["default", "native", "tuned"]
     print("kinac columns: default processor (multiversioned), --mcpu=native, "
-          "tuned (hook); x/best = kinac rate / best peer rate (>1: kinac "
+          "--autotune (with --tuned); x/best = kinac rate / best peer rate (>1: kinac "
           "faster); %memcpy = kinac GB/s / memcpy GB/s")
     for c in report["compile"]:
         print("compile %-12s %-8s %8.2f s %9d bytes" % (
@@ -650,6 +663,14 @@ def main():
                     "(default: PATH, then ~/.pyenv/shims)")
     ap.add_argument("--json", default=os.path.join(
         ROOT, "bench/cpu/results-%s.json" % datetime.date.today()))
+    ap.add_argument("--tuned", action="store_true",
+                    help="add the `tuned` column: the matmul programs built "
+                    "with kinac --autotune (docs/autotune.md)")
+    ap.add_argument("--tuning-cache", default="bench-cpu-tuning.json",
+                    help="tuning cache of the tuned column (kept; a second "
+                    "run reuses it)")
+    ap.add_argument("--autotune-budget", type=float, default=60,
+                    help="seconds of search per tuned program (default 60)")
     ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--builds", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)

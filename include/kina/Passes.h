@@ -75,6 +75,7 @@
 #ifndef KINA_PASSES_H
 #define KINA_PASSES_H
 
+#include "kina/Tuning.h"
 #include "kina/abi.h"
 
 #include "mlir/Pass/Pass.h"
@@ -113,6 +114,12 @@ std::unique_ptr<mlir::Pass> createLowerToLLVMPass(std::string allocFunction);
 /// every canonicalization of a pipeline. Not a registered pass of its own:
 /// upstream `canonicalize` with its `disable-patterns` option set.
 std::unique_ptr<mlir::Pass> createCanonicalizerPass();
+
+/// kina-matmul-kernel with each matmul's schedule from `tuning` (by its
+/// tuningKey; kina/Tuning.h, space "cpu.matmul"), the defaults for a
+/// matmul it lacks or when it is null. The pass shares ownership.
+std::unique_ptr<mlir::Pass>
+createMatmulKernelPass(std::shared_ptr<const TuningParameters> tuning);
 
 /// Name of the runtime's host (CPU target) allocation function.
 inline constexpr const char *kHostAllocFunction =

@@ -150,6 +150,9 @@ def MatmulKernelPass : Pass<"kina-matmul-kernel", "mlir::ModuleOp"> {
     panels of two vectors, then one vector, then one masked vector for the
     columns left; rows in tiles of 4, then one at a time. Runs on the
     bufferized module before `convert-linalg-to-loops`, at -O1 and above.
+    These are the defaults of the schedule space "cpu.matmul"
+    (kina/Tuning.h); kinac passes tuned schedules per matmul
+    (createMatmulKernelPass(tuning), docs/autotune.md).
   }];
   let dependentDialects = ["mlir::arith::ArithDialect",
                            "mlir::memref::MemRefDialect",

@@ -56,6 +56,11 @@ struct TargetOptions {
   /// runtime's cuBLASLt call, the kernel as fallback; the default) or
   /// "kernel" (the generated kernel only), docs/cuda.md.
   std::string gpuMatmul = "cublaslt";
+  /// Tuned schedules (`--tuning-cache`, `--autotune`; kina/Tuning.h): cpu's
+  /// kina-matmul-kernel reads the "cpu.matmul" schedule of each matmul,
+  /// cuda's kina-gpu-map-elementwise the "cuda.elementwise" block size.
+  /// Null or empty: every pass uses its defaults.
+  std::shared_ptr<const TuningParameters> tuning;
   /// Where a target's pipeline may stop early for an `--emit` stage of its
   /// own (cuda: `mlir-gpu`, the outlined kernels; `ptx`, the kernels
   /// compiled to PTX, kept in `gpu.binary` ops); empty: the whole pipeline.

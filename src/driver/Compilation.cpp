@@ -132,6 +132,8 @@ std::optional<std::string> Compilation::generate(const std::string &input,
   genWatch.reset();
   if (!mlirModule)
     return std::nullopt;
+  moduleName = module.name;
+  tunables = findTunables(*mlirModule, module, opts);
 
   auto print = [&](mlir::ModuleOp m, bool debugInfo) {
     std::string text;
@@ -163,6 +165,13 @@ std::optional<std::string> Compilation::generate(const std::string &input,
   pipeline.cudaPath = opts.cudaPath;
   pipeline.allowTf32 = opts.allowTf32;
   pipeline.gpuMatmul = opts.gpuMatmul;
+  // Tuned schedules: --autotune's, else those the cache holds for this
+  // module (its stale or foreign entries reported).
+  if (opts.tuningOverride)
+    pipeline.tuning = opts.tuningOverride;
+  else if (tuningCache)
+    pipeline.tuning = std::make_shared<TuningParameters>(tuningCache->select(
+        moduleName, tunables, currentIdentity(opts), opts.tuneShapes));
   if (stage == EmitStage::MlirGpu ||
       (stage == EmitStage::Dot && opts.target == "cuda"))
     pipeline.stopAfter = "mlir-gpu";

@@ -89,6 +89,14 @@ Expected<InputPlan> planInputs(const DriverOptions &opts) {
     return error("--stats needs a stage that runs the target's pipeline, "
                  "not --emit=" +
                  opts.emit);
+  if ((opts.autotune || !opts.tuningCache.empty()) && several)
+    return error(std::string(opts.autotune ? "--autotune" : "--tuning-cache") +
+                 " applies to the compilation of one .kir file");
+  if (opts.autotune &&
+      llvm::is_contained({"kir", "header", "manifest"}, opts.emit))
+    return error("--autotune needs a stage that runs the target's pipeline, "
+                 "not --emit=" +
+                 opts.emit);
   if (plan.link && opts.emit != "obj")
     return error("--emit=" + opts.emit +
                  " cannot be combined with C sources or objects to link");
@@ -128,14 +136,35 @@ std::string defaultOutput(EmitStage stage, const std::string &input) {
 /// `kinac m.kir [--emit=STAGE] [-o OUT]`: compiles the module and writes
 /// the stage's output (nothing under --verify-diagnostics, whose result is
 /// the exit code).
-int runCompile(const DriverOptions &opts,
+int runCompile(const DriverOptions &givenOpts,
                const std::vector<std::string> &inputs,
                const std::string &output, const char *argv0, StageTimer &timer,
                TempFiles &temps, const ToolRunner &tools) {
   const std::string &input = inputs.front();
-  EmitStage stage = *parseStage(opts.emit);
+  EmitStage stage = *parseStage(givenOpts.emit);
+  // --autotune: the search first (it writes the cache), then the build
+  // with its schedules; --tuning-cache alone: the cache's schedules.
+  DriverOptions opts = givenOpts;
+  std::optional<TuningCache> cache;
+  if (opts.autotune) {
+    opts.tuningOverride = timer.time(
+        "autotune", [&] { return autotune(opts, input, argv0, temps, tools); });
+    if (!opts.tuningOverride)
+      return ExitFailure;
+  } else if (!opts.tuningCache.empty()) {
+    Expected<TuningCache> loaded =
+        TuningCache::load(opts.tuningCache, /*mayBeMissing=*/false,
+                          /*forWriting=*/false);
+    if (!loaded) {
+      driverError(toString(loaded.takeError()));
+      return ExitFailure;
+    }
+    cache = std::move(*loaded);
+  }
   Compilation compilation(opts, timer, temps, tools);
   compilation.runtimeLib = findRuntimeLib(opts, argv0);
+  if (cache)
+    compilation.tuningCache = &*cache;
   std::optional<std::string> result =
       stage == EmitStage::Shared && inputs.size() > 1
           ? compilation.buildSharedLibrary(inputs)

@@ -20,6 +20,7 @@
 #include "kina/Driver.h"
 #include "kina/InternalError.h"
 #include "kina/ToolRunner.h"
+#include "kina/Tuning.h"
 #include "kina/abi.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -35,6 +36,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -87,6 +89,16 @@ struct DriverOptions {
   std::string statsFile;
   std::string statsShape;
   ShapeBindings statsShapes;
+  /// --autotune, --tuning-cache FILE, --tune-shape (symbolic dim sizes to
+  /// measure at), --autotune-budget SECONDS (0: no bound), docs/autotune.md.
+  bool autotune = false;
+  std::string tuningCache;
+  std::string tuneShape;
+  ShapeBindings tuneShapes;
+  double autotuneBudget = 0;
+  /// Schedules that replace the cache's (--autotune's candidates and its
+  /// result); null: the cache's, if any.
+  std::shared_ptr<const TuningParameters> tuningOverride;
   bool printDebugInfo = false;
   bool printLinkFlags = false;
   /// --diagnostics-format=text|json and --verify-diagnostics (Diagnostics.h).
@@ -301,6 +313,103 @@ Error writeResult(const DriverOptions &opts, const std::string &input,
                   const char *argv0);
 
 //===----------------------------------------------------------------------===//
+// Tuning caches (TuningCache.cpp) and the search (Autotune.cpp)
+//===----------------------------------------------------------------------===//
+
+/// One tunable op (or, for cuda, kernel class) of a module, as a cache
+/// entry describes it: its key (tuningKey, or the class's space name), its
+/// schedule space, the exported function holding it (empty for a class),
+/// its operands' MLIR types on tensors ("tensor<?x64xf32>, ..."), its
+/// element type, and the symbolic dims of the function's arguments.
+struct TunableOp {
+  std::string key;
+  std::string space;
+  std::string function;
+  bool exported = false;
+  bool unnamedDims = false; // an argument of the function has a '?' dim
+  std::string shapes;
+  std::string dtype;
+  std::vector<std::string> symbols;
+};
+
+/// What a cache entry must match besides its op: the target, the processor
+/// (cpu: LLVM's host CPU name; cuda: the --gpu-arch the kernels are built
+/// for), the host's vector features that matter (cpu: "+avx,+avx2,..."),
+/// and --mcpu as resolved ("" for the generic processor).
+struct TuningIdentity {
+  std::string target, processor, features, mcpu;
+};
+
+/// The tunable ops of `module` (MLIRGen's output, linalg on tensors) for
+/// opts' target: cpu, each f32/f64 linalg.matmul of rank 2 (space
+/// "cpu.matmul"); cuda, the kernel class "cuda.elementwise". `ast` gives
+/// the functions' signatures (exported or not, symbolic dims).
+std::vector<TunableOp> findTunables(mlir::ModuleOp module, const Module &ast,
+                                    const DriverOptions &opts);
+
+/// The identity of this build (opts' target, --mcpu, --gpu-arch, and this
+/// machine's processor for cpu).
+TuningIdentity currentIdentity(const DriverOptions &opts);
+
+/// One entry of a tuning cache (docs/autotune.md for the JSON fields).
+struct TuningCacheEntry {
+  std::string module, key, space;
+  int64_t spaceVersion = 0;
+  std::string function, shapes, dtype;
+  ShapeBindings bindings;
+  TuningIdentity identity;
+  Schedule schedule;
+  double medianSeconds = 0, defaultSeconds = 0;
+  std::string generator;
+};
+
+/// A tuning cache file: read (load), chosen from (select), updated and
+/// written back atomically (save).
+class TuningCache {
+public:
+  /// Reads `path`. A missing file is an empty cache when `mayBeMissing`
+  /// (--autotune creates it), else an error; malformed JSON is an error at
+  /// its line and column, a wrong field an error naming the entry and the
+  /// field. A file of another format version is ignored with a warning
+  /// (an error when `forWriting`: kinac would overwrite it).
+  static Expected<TuningCache> load(const std::string &path, bool mayBeMissing,
+                                    bool forWriting);
+
+  /// The schedules of `ops` (module `module`) that this cache holds for
+  /// `identity`; every entry for one of these ops that is stale (other
+  /// shapes, dtype, bindings than `tuneShapes` gives, schedule version) or
+  /// foreign (other processor, features or --mcpu) is ignored with a
+  /// warning naming the file and the entry, when no entry matches the op.
+  TuningParameters select(const std::string &module,
+                          const std::vector<TunableOp> &ops,
+                          const TuningIdentity &identity,
+                          const ShapeBindings &tuneShapes) const;
+
+  /// Adds `entry`, replacing an entry for the same op, identity, shapes,
+  /// dtype and bindings.
+  void put(TuningCacheEntry entry);
+
+  /// Writes the cache to its path: a temporary file renamed over it.
+  Error save() const;
+
+  const std::string &path() const { return file; }
+  const std::vector<TuningCacheEntry> &entries() const { return list; }
+
+private:
+  std::string file;
+  std::vector<TuningCacheEntry> list;
+};
+
+/// `kinac m.kir --autotune`: measures candidate schedules of every tunable
+/// op of `input` (compiled as shared libraries, each timed by a kina-run
+/// process on random inputs at --tune-shape's sizes), writes the fastest
+/// into --tuning-cache (if given) and returns them for the build. Errors
+/// (no tunable op is not one) were reported; returns null then.
+std::shared_ptr<const TuningParameters>
+autotune(const DriverOptions &opts, const std::string &input, const char *argv0,
+         TempFiles &temps, const ToolRunner &tools);
+
+//===----------------------------------------------------------------------===//
 // Compilation of one module (Compilation.cpp, Shared.cpp)
 //===----------------------------------------------------------------------===//
 
@@ -330,6 +439,12 @@ public:
   /// With --emit=dot or --stats: the kernels the pipeline produced (set by
   /// the last run() that ran the pipeline).
   std::optional<KernelReport> kernels;
+
+  /// --tuning-cache, read once by the caller; null: none.
+  const TuningCache *tuningCache = nullptr;
+  /// The module name and tunable ops of the last run() past MLIRGen.
+  std::string moduleName;
+  std::vector<TunableOp> tunables;
 
 private:
   const DriverOptions &opts;
@@ -395,6 +510,9 @@ Error resolveProcessor(std::string &mcpu);
 /// libkina_runtime.a: --runtime-lib, else ../lib next to kinac (build and
 /// install trees), else the path configured at build time.
 std::string findRuntimeLib(const DriverOptions &opts, const char *argv0);
+/// kina-run, which --autotune measures candidates with: beside kinac, else
+/// the one built with it, else "kina-run" (PATH).
+std::string findKinaRun(const char *argv0);
 /// The flags a program linking compiled Kina objects needs after them: the
 /// runtime archive `runtimeLib`, then the libraries it needs.
 std::vector<std::string> runtimeLinkFlags(const std::string &runtimeLib);

@@ -36,7 +36,8 @@ using namespace mlir;
 namespace kina {
 namespace driver {
 
-llvm::Error parseShapeBindings(llvm::StringRef text, ShapeBindings &bindings) {
+llvm::Error parseShapeBindings(llvm::StringRef text, ShapeBindings &bindings,
+                               llvm::StringRef option) {
   llvm::SmallVector<llvm::StringRef> items;
   text.split(items, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
   for (llvm::StringRef item : items) {
@@ -48,7 +49,7 @@ llvm::Error parseShapeBindings(llvm::StringRef text, ShapeBindings &bindings) {
         }))
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
-          "--stats-shape: '" + item.str() +
+          option.str() + ": '" + item.str() +
               "' is not NAME=SIZE (a symbolic dim and a non-negative "
               "integer)");
     bindings[name.str()] = size;

@@ -47,8 +47,9 @@ using SourcePoint = std::pair<unsigned, unsigned>;
 using ShapeBindings = std::map<std::string, int64_t>;
 
 /// Parses `NAME=VALUE[,NAME=VALUE...]` (VALUE a non-negative integer) into
-/// `bindings`; an error names the malformed item.
-llvm::Error parseShapeBindings(llvm::StringRef text, ShapeBindings &bindings);
+/// `bindings`; an error names `option` and the malformed item.
+llvm::Error parseShapeBindings(llvm::StringRef text, ShapeBindings &bindings,
+                               llvm::StringRef option = "--stats-shape");
 
 /// One kernel: a loop nest on the cpu, a `gpu.func` launch on cuda.
 struct KernelInfo {

@@ -23,6 +23,10 @@
 #define KINA_DEFAULT_INCLUDE_DIR ""
 #endif
 
+#ifndef KINA_DEFAULT_KINA_RUN
+#define KINA_DEFAULT_KINA_RUN ""
+#endif
+
 using namespace llvm;
 
 namespace kina {
@@ -93,6 +97,19 @@ std::string findRuntimeLib(const DriverOptions &opts, const char *argv0) {
     return std::string(p);
   }
   return KINA_DEFAULT_RUNTIME_LIB;
+}
+
+/// kina-run: beside kinac (build and install trees), else the one built
+/// with this kinac (configured at build time), else "kina-run" for a PATH
+/// search.
+std::string findKinaRun(const char *argv0) {
+  SmallString<256> p(executableDir(argv0));
+  sys::path::append(p, "kina-run");
+  if (sys::fs::can_execute(p))
+    return std::string(p);
+  if (sys::fs::can_execute(KINA_DEFAULT_KINA_RUN))
+    return KINA_DEFAULT_KINA_RUN;
+  return "kina-run";
 }
 
 /// The flags a program linking compiled Kina objects needs after them.

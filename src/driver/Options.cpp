@@ -87,6 +87,9 @@ Error extractCompilerFlags(std::vector<std::string> &args,
                                             "--runtime-lib",
                                             "--stats-file",
                                             "--stats-shape",
+                                            "--tuning-cache",
+                                            "--tune-shape",
+                                            "--autotune-budget",
                                             "--diagnostics-format",
                                             "--abi-version-for-testing",
                                             "--debug-force-internal-error"};
@@ -267,6 +270,24 @@ void addOptions(CLI::App &app, DriverOptions &opts) {
   app.add_option("--stats-shape", opts.statsShape,
                  "Sizes of symbolic dims for --stats's figures: "
                  "NAME=SIZE[,NAME=SIZE...] (e.g. N=1797)");
+  app.add_flag("--autotune", opts.autotune,
+               "Measure candidate schedules of each matmul on this machine "
+               "(random inputs at --tune-shape's sizes, each candidate in a "
+               "kina-run process) and build with the fastest; with "
+               "--tuning-cache, record them there (docs/autotune.md)");
+  app.add_option("--tuning-cache", opts.tuningCache,
+                 "JSON tuning cache: build with the schedules it holds for "
+                 "this module, target and processor (nothing is measured); "
+                 "with --autotune, updated (written to a temporary file, then "
+                 "renamed)");
+  app.add_option("--tune-shape", opts.tuneShape,
+                 "Sizes of symbolic dims to tune at: NAME=SIZE[,NAME=SIZE...] "
+                 "(e.g. N=1797); with --tuning-cache alone, entries tuned at "
+                 "other sizes are stale");
+  app.add_option("--autotune-budget", opts.autotuneBudget,
+                 "Bound the search to about this many seconds of wall clock "
+                 "(the best schedule found so far is kept; default: no bound)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--mlir-print-debuginfo", opts.printDebugInfo,
                "Print source locations in emitted MLIR");
   app.add_flag("--print-link-flags", opts.printLinkFlags,
@@ -329,6 +350,27 @@ Error finishOptions(const CLI::App &app, DriverOptions &opts) {
       (!opts.statsFile.empty() || !opts.statsShape.empty()))
     return createStringError(inconvertibleErrorCode(),
                              "--stats-file and --stats-shape need --stats");
+  if (!opts.tuneShape.empty())
+    if (Error err =
+            parseShapeBindings(opts.tuneShape, opts.tuneShapes, "--tune-shape"))
+      return err;
+  if (!opts.autotune && app.count("--autotune-budget"))
+    return createStringError(inconvertibleErrorCode(),
+                             "--autotune-budget needs --autotune");
+  if (!opts.autotune && opts.tuningCache.empty() && !opts.tuneShape.empty())
+    return createStringError(inconvertibleErrorCode(),
+                             "--tune-shape needs --autotune or --tuning-cache");
+  if (opts.autotune && opts.target == "cuda")
+    return createStringError(
+        inconvertibleErrorCode(),
+        "--autotune cannot measure --target=cuda candidates: that needs a "
+        "CUDA GPU, and kinac measures only on this machine's CPU; give the "
+        "cuda schedules (block size per kernel class) in a --tuning-cache "
+        "instead (docs/autotune.md)");
+  if (opts.autotune && opts.optLevel == 0)
+    return createStringError(inconvertibleErrorCode(),
+                             "--autotune needs -O1 or above (at -O0 no "
+                             "schedule applies)");
   TargetOptions targetOptions;
   targetOptions.mcpu = opts.mcpu;
   targetOptions.gpuArch = opts.gpuArch;

@@ -19,7 +19,16 @@
 // bf16 as `<u2` with the raw bits (ml_dtypes' and PyTorch's convention), i1
 // as `|b1`, i8 as `|i1`.
 //
+// `kina-run model.so forward --bench --shape N=1797` calls the function on
+// random inputs instead (Bench.h: the manifest's dims with the symbolic ones
+// bound by --shape; floats in [0.5, 1] with a random sign, never zero),
+// --warmup untimed calls then --repeat timed ones (at most --max-seconds),
+// freeing the results after each, and prints one JSON line on stdout:
+// {"function": ..., "median_s": ..., "min_s": ..., "runs": ...}, times in
+// seconds of wall clock. `kinac --autotune` measures its candidates so.
+//
 //===----------------------------------------------------------------------===//
+#include "Bench.h"
 #include "Npy.h"
 #include "SharedModule.h"
 
@@ -27,6 +36,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -51,6 +61,13 @@ struct Options {
   bool printManifest = false;
   bool checkLeaks = false;
   bool verbose = false;
+  /// --bench: random inputs, timed calls (Bench.h).
+  bool bench = false;
+  std::vector<std::string> shapes;
+  int warmup = 2;
+  int repeat = 9;
+  double maxSeconds = 0;
+  uint64_t seed = 1;
 };
 
 void error(const std::string &message) {
@@ -159,13 +176,24 @@ int runKinaRun(const Options &opts) {
     return KINA_STATUS_VALIDATION_ERROR;
   }
   std::string where = "@" + fn->name;
-  if (opts.inputs.size() != fn->arguments.size()) {
+  run::DimBindings bindings;
+  for (const std::string &text : opts.shapes)
+    if (std::string why = run::parseDimBindings(text, bindings); !why.empty()) {
+      error(why);
+      return KINA_STATUS_VALIDATION_ERROR;
+    }
+  if (opts.bench && (!opts.inputs.empty() || !opts.outputs.empty())) {
+    error("--bench makes its own inputs and writes no results: no --in or "
+          "--out");
+    return KINA_STATUS_VALIDATION_ERROR;
+  }
+  if (!opts.bench && opts.inputs.size() != fn->arguments.size()) {
     error(where + " takes " + std::to_string(fn->arguments.size()) +
           " arguments, got " + std::to_string(opts.inputs.size()) +
           " --in files");
     return KINA_STATUS_VALIDATION_ERROR;
   }
-  if (opts.outputs.size() != fn->results.size()) {
+  if (!opts.bench && opts.outputs.size() != fn->results.size()) {
     error(where + " returns " + std::to_string(fn->results.size()) +
           " results, got " + std::to_string(opts.outputs.size()) +
           " --out files");
@@ -177,10 +205,22 @@ int runKinaRun(const Options &opts) {
     return KINA_STATUS_UNIMPLEMENTED_ERROR;
   }
 
-  // Inputs: read, then check element type and rank against the manifest.
+  // Inputs: read, then check element type and rank against the manifest;
+  // or, for --bench, made up at the bound shapes.
   std::vector<npy::NpyArray> arrays(fn->arguments.size());
   std::vector<Descriptor> descriptors;
-  for (size_t i = 0; i < fn->arguments.size(); ++i) {
+  uint64_t state = opts.seed;
+  for (size_t i = 0; opts.bench && i < fn->arguments.size(); ++i) {
+    const run::TensorSignature &arg = fn->arguments[i];
+    std::vector<int64_t> shape;
+    if (std::string why = run::bindShape(arg, bindings, shape); !why.empty()) {
+      error(where + ": " + why);
+      return KINA_STATUS_VALIDATION_ERROR;
+    }
+    run::fillRandom(arg.element, shape, state, arrays[i]);
+    descriptors.push_back(Descriptor::over(arrays[i].data.data(), shape));
+  }
+  for (size_t i = 0; !opts.bench && i < fn->arguments.size(); ++i) {
     const run::TensorSignature &arg = fn->arguments[i];
     const std::string &path = opts.inputs[i];
     npy::ReadResult read;
@@ -262,6 +302,38 @@ int runKinaRun(const Options &opts) {
   for (Descriptor &d : descriptors)
     pointers.push_back(d.address());
 
+  // Every distinct result buffer, freed once.
+  auto freeResults = [&] {
+    std::set<void *> freed;
+    for (const Descriptor &d : results)
+      if (d.allocated() && freed.insert(d.allocated()).second)
+        module.runtimeFree(d.allocated());
+  };
+  if (opts.bench) {
+    std::vector<double> times;
+    int32_t status = run::timeCalls(
+        [&] {
+          int32_t s = module.callEntry(entry, pointers);
+          if (s == KINA_STATUS_SUCCESS)
+            freeResults();
+          return s;
+        },
+        opts.warmup, opts.repeat, opts.maxSeconds, times);
+    freeDeviceInputs();
+    if (status != KINA_STATUS_SUCCESS) {
+      std::string message = module.lastError();
+      error(fn->entry + " returned " + std::to_string(status) + " (" +
+            module.statusName(status) + ")" +
+            (message.empty() ? "" : ": " + message));
+      return status > 0 && status < 256 ? status : KINA_STATUS_INTERNAL_ERROR;
+    }
+    double best = *std::min_element(times.begin(), times.end());
+    std::printf("{\"function\": \"%s\", \"median_s\": %.9g, \"min_s\": "
+                "%.9g, \"runs\": %zu}\n",
+                fn->name.c_str(), run::median(times), best, times.size());
+    return std::fflush(stdout) == 0 ? 0 : KINA_STATUS_VALIDATION_ERROR;
+  }
+
   int32_t status = module.callEntry(entry, pointers);
   freeDeviceInputs();
   if (status != KINA_STATUS_SUCCESS) {
@@ -292,10 +364,7 @@ int runKinaRun(const Options &opts) {
                 << ") -> " << opts.outputs[i] << ": '" << sig.element.descr
                 << "' " << shapeString(shape) << "\n";
   }
-  std::set<void *> freed;
-  for (const Descriptor &d : results)
-    if (d.allocated() && freed.insert(d.allocated()).second)
-      module.runtimeFree(d.allocated());
+  freeResults();
   if (opts.checkLeaks && rc == 0) {
     int64_t live = module.liveBufferCount();
     if (live != 0) {
@@ -330,6 +399,23 @@ int main(int argc, char **argv) {
   app.add_flag("--check-leaks", opts.checkLeaks,
                "Fail (status 5) if runtime buffers remain after the results "
                "are freed");
+  app.add_flag("--bench", opts.bench,
+               "Call the function on random inputs (floats in [0.5, 1] with "
+               "a random sign) and print the median and minimum wall time "
+               "of the timed calls as one JSON line");
+  app.add_option("--shape", opts.shapes,
+                 "--bench: sizes of the symbolic dims, NAME=SIZE[,...] "
+                 "(repeatable)")
+      ->allow_extra_args(false);
+  app.add_option("--warmup", opts.warmup, "--bench: untimed calls first")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--repeat", opts.repeat, "--bench: timed calls (at most)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-seconds", opts.maxSeconds,
+                 "--bench: stop the timed calls after this many seconds "
+                 "(at least one runs; 0: no limit)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--seed", opts.seed, "--bench: seed of the random inputs");
   app.add_flag("-v,--verbose", opts.verbose,
                "Print each result's file, dtype and shape");
   app.footer("Exit status: the entry's status (0 success, 1 validation, 2 "

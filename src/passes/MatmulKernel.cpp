@@ -18,13 +18,20 @@
 //             acc[r][v] = fma(broadcast(A[i0+r, k]), packed[k-kLo, v], acc)
 //           C[i0+r, j0+v*VL : +VL] = acc[r][v]
 //
-// VL is the elements of 256 bits (8 f32, 4 f64; LLVM splits or joins the
-// vectors to the target's registers). Panels are 2 vectors wide, then one
-// vector for the columns left, then one masked vector (masked loads and
-// stores, not packed) for the last columns below VL. Every loop's trip
-// count may be zero, so dynamic and symbolic sizes need nothing more. The
-// packed panel (KC x 2*VL elements, 16 KiB) is a stack buffer of the
-// function.
+// VL is the elements of `vbits` bits (256 by default: 8 f32, 4 f64; LLVM
+// splits or joins the vectors to the target's registers). Panels are nv
+// vectors wide (2 by default), then one vector for the columns left, then
+// one masked vector (masked loads and stores, not packed) for the last
+// columns below VL. Every loop's trip count may be zero, so dynamic and
+// symbolic sizes need nothing more. The packed panel (KC x nv*VL
+// elements, 16 KiB by default) is a stack buffer of the function.
+//
+// The schedule (VL, MR, nv, MC, KC and the unroll of the k loop) is the
+// space "cpu.matmul" of kina/Tuning.h: its defaults unless the pipeline's
+// TuningParameters hold a schedule for the matmul's key (tuningKey, the
+// Kina statement's line and column), which `kinac --autotune` measures and
+// `--tuning-cache` replays (docs/autotune.md). The k loop is unrolled with
+// MLIR's loopUnrollByFactor.
 //
 // Semantics are those of `linalg.matmul`, C += A * B, with each output
 // element summed over k in increasing order, as the scalar loops do; the
@@ -34,12 +41,14 @@
 //
 //===----------------------------------------------------------------------===//
 #include "kina/Passes.h"
+#include "kina/Tuning.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Pass/Pass.h"
@@ -52,23 +61,38 @@ namespace kina {
 
 namespace {
 
-/// Rows of C per micro-kernel call.
-constexpr int64_t kRows = 4;
-/// Width of one vector, in bits.
-constexpr int64_t kVectorBits = 256;
-/// Block sizes (BLIS's KC and MC): a packed panel of KC rows of B and 2*VL
-/// columns (16 KiB) stays in the L1 cache while the kernel walks MC rows of
-/// A, whose KC-wide block (256 KiB of f32) stays in L2 (MC = 256 measured
-/// best of 64, 256 and 512 with bench/matmul.py on a 512 KiB L2).
-constexpr int64_t kBlockK = 256;
-constexpr int64_t kBlockM = 256;
+/// The schedule of one matmul, from the space "cpu.matmul" (kina/Tuning.h):
+/// its defaults are the measured constants of the untuned kernel. Block
+/// sizes (BLIS's KC and MC): a packed panel of KC rows of B and nv*VL
+/// columns (16 KiB by default) stays in the L1 cache while the kernel walks
+/// MC rows of A, whose KC-wide block (256 KiB of f32) stays in L2 (MC = 256
+/// measured best of 64, 256 and 512 with bench/matmul.py on a 512 KiB L2).
+struct MatmulSchedule {
+  int64_t vectorBits; // vbits: width of one vector, in bits
+  int64_t rows;       // mr: rows of C per micro-kernel call
+  int64_t panel;      // nv: vectors per full column panel
+  int64_t blockM;     // mc: rows of A per block
+  int64_t blockK;     // kc: reduction block
+  int64_t unrollK;    // ku: unroll factor of the innermost k loop
+
+  /// `tuned`'s values, the space's defaults for what it lacks.
+  static MatmulSchedule from(const Schedule *tuned) {
+    Schedule s = lookupSpace("cpu.matmul")->defaults();
+    if (tuned)
+      for (const auto &[name, value] : tuned->params)
+        s.params[name] = value;
+    return {s.get("vbits", 256), s.get("mr", 4),   s.get("nv", 2),
+            s.get("mc", 256),    s.get("kc", 256), s.get("ku", 1)};
+  }
+};
 
 /// The operands of one matmul and the sizes read from them.
 struct Matmul {
   Value a, b, c;    // memref<MxK>, memref<KxN>, memref<MxN>
   Value m, n, k;    // index
   VectorType vecTy; // vector<VL x elem>
-  Value packed;     // memref<KC x 2VL x elem> on the stack: a packed panel
+  Value packed;     // memref<KC x nv*VL x elem> on the stack: a packed panel
+  MatmulSchedule schedule;
 };
 
 /// True for a memref the kernel can address with `vector.load`: rank 2,
@@ -125,8 +149,8 @@ void emitRows(OpBuilder &b, Location loc, const Matmul &mm, Value rowLo,
         SmallVector<Value> rows, cols, packedCols;
         for (int64_t r = 0; r < mr; ++r)
           rows.push_back(r == 0 ? i0
-                                : arith::AddIOp::create(
-                                      b, loc, i0, indexConst(b, loc, r)));
+                                : arith::AddIOp::create(b, loc, i0,
+                                                        indexConst(b, loc, r)));
         for (int64_t v = 0; v < nv; ++v) {
           cols.push_back(v == 0 ? j0
                                 : arith::AddIOp::create(
@@ -169,6 +193,11 @@ void emitRows(OpBuilder &b, Location loc, const Matmul &mm, Value rowLo,
             else
               vector::StoreOp::create(b, loc, sum, mm.c, at);
           }
+        // Unrolled once its results are used: for a trip count unknown
+        // here the unroll adds an epilogue loop after `loop` and moves the
+        // uses of its results to the epilogue's.
+        if (mm.schedule.unrollK > 1)
+          (void)loopUnrollByFactor(loop, mm.schedule.unrollK);
         scf::YieldOp::create(b, loc);
       });
 }
@@ -177,7 +206,7 @@ void emitRows(OpBuilder &b, Location loc, const Matmul &mm, Value rowLo,
 /// for each panel, full panels are first copied ("packed") into mm.packed,
 /// so the kernel reads B's block contiguously (B's rows may be a power of
 /// two apart, which maps every row of a panel to one cache set), then the
-/// rows run four at a time and the rest one at a time.
+/// rows run MR at a time and the rest one at a time.
 void emitPanels(OpBuilder &b, Location loc, const Matmul &mm,
                 const Columns &cols, Value iLo, Value iHi, Value kLo,
                 Value kHi) {
@@ -185,10 +214,10 @@ void emitPanels(OpBuilder &b, Location loc, const Matmul &mm,
   int64_t nv = cols.nv;
   Value i4 = arith::AddIOp::create(
       b, loc, iLo,
-      roundDown(b, loc, arith::SubIOp::create(b, loc, iHi, iLo), kRows));
+      roundDown(b, loc, arith::SubIOp::create(b, loc, iHi, iLo),
+                mm.schedule.rows));
   scf::ForOp::create(
-      b, loc, cols.colLo, cols.colHi, indexConst(b, loc, nv * vl),
-      ValueRange{},
+      b, loc, cols.colLo, cols.colHi, indexConst(b, loc, nv * vl), ValueRange{},
       [&](OpBuilder &b, Location loc, Value j0, ValueRange) {
         Value mask;
         if (cols.masked) {
@@ -214,8 +243,8 @@ void emitPanels(OpBuilder &b, Location loc, const Matmul &mm,
               [&](OpBuilder &b, Location loc, Value k, ValueRange) {
                 Value kk = arith::SubIOp::create(b, loc, k, kLo);
                 for (int64_t v = 0; v < nv; ++v) {
-                  Value col = arith::AddIOp::create(
-                      b, loc, j0, indexConst(b, loc, v * vl));
+                  Value col = arith::AddIOp::create(b, loc, j0,
+                                                    indexConst(b, loc, v * vl));
                   Value row = vector::LoadOp::create(b, loc, mm.vecTy, mm.b,
                                                      ValueRange{k, col});
                   vector::StoreOp::create(
@@ -225,7 +254,8 @@ void emitPanels(OpBuilder &b, Location loc, const Matmul &mm,
                 scf::YieldOp::create(b, loc);
               });
         }
-        emitRows(b, loc, mm, iLo, i4, kRows, j0, nv, mask, packed, kLo, kHi);
+        emitRows(b, loc, mm, iLo, i4, mm.schedule.rows, j0, nv, mask, packed,
+                 kLo, kHi);
         emitRows(b, loc, mm, i4, iHi, 1, j0, nv, mask, packed, kLo, kHi);
         scf::YieldOp::create(b, loc);
       });
@@ -233,7 +263,7 @@ void emitPanels(OpBuilder &b, Location loc, const Matmul &mm,
 
 /// Rewrites `op` into blocked kernel loops; leaves matmuls the kernel does
 /// not cover untouched.
-void rewriteMatmul(linalg::MatmulOp op) {
+void rewriteMatmul(linalg::MatmulOp op, const TuningParameters *tuning) {
   if (!op.hasPureBufferSemantics() || op.hasUserDefinedMaps() ||
       op.getDpsInputs().size() != 2 || op.getDpsInits().size() != 1)
     return;
@@ -248,10 +278,14 @@ void rewriteMatmul(linalg::MatmulOp op) {
 
   OpBuilder b(op);
   Location loc = op.getLoc();
-  int64_t vl = kVectorBits / elem.getIntOrFloatBitWidth();
+  MatmulSchedule schedule =
+      MatmulSchedule::from(tuning ? tuning->lookup(op) : nullptr);
+  int64_t blockK = schedule.blockK, blockM = schedule.blockM;
+  int64_t vl = schedule.vectorBits / elem.getIntOrFloatBitWidth();
+  int64_t nv = schedule.panel;
   // The packed panel lives on the stack: matmuls sit in a function's body
   // (Kina has no loops), so the alloca is made once per call.
-  auto packedTy = MemRefType::get({kBlockK, 2 * vl}, elem);
+  auto packedTy = MemRefType::get({blockK, nv * vl}, elem);
   Matmul mm{a,
             bm,
             c,
@@ -259,28 +293,29 @@ void rewriteMatmul(linalg::MatmulOp op) {
             memref::DimOp::create(b, loc, bm, 1),
             memref::DimOp::create(b, loc, a, 1),
             VectorType::get({vl}, elem),
-            memref::AllocaOp::create(b, loc, packedTy, b.getI64IntegerAttr(64))};
-  // Column groups: [0, n2) in panels of 2 vectors, [n2, n1) of 1 vector,
+            memref::AllocaOp::create(b, loc, packedTy, b.getI64IntegerAttr(64)),
+            schedule};
+  // Column groups: [0, nw) in panels of nv vectors, [nw, n1) of 1 vector,
   // [n1, n) the masked rest (one panel when not empty).
-  Value n2 = roundDown(b, loc, mm.n, 2 * vl);
+  Value nw = roundDown(b, loc, mm.n, nv * vl);
   Value n1 = roundDown(b, loc, mm.n, vl);
   Value zero = indexConst(b, loc, 0);
-  Columns groups[] = {{zero, n2, 2, false}, {n2, n1, 1, false},
-                      {n1, mm.n, 1, true}};
+  Columns groups[] = {
+      {zero, nw, nv, false}, {nw, n1, 1, false}, {n1, mm.n, 1, true}};
   scf::ForOp::create(
-      b, loc, zero, mm.k, indexConst(b, loc, kBlockK), ValueRange{},
+      b, loc, zero, mm.k, indexConst(b, loc, blockK), ValueRange{},
       [&](OpBuilder &b, Location loc, Value kLo, ValueRange) {
         Value kHi = arith::MinSIOp::create(
             b, loc,
-            arith::AddIOp::create(b, loc, kLo, indexConst(b, loc, kBlockK)),
+            arith::AddIOp::create(b, loc, kLo, indexConst(b, loc, blockK)),
             mm.k);
         scf::ForOp::create(
-            b, loc, zero, mm.m, indexConst(b, loc, kBlockM), ValueRange{},
+            b, loc, zero, mm.m, indexConst(b, loc, blockM), ValueRange{},
             [&](OpBuilder &b, Location loc, Value iLo, ValueRange) {
               Value iHi = arith::MinSIOp::create(
                   b, loc,
                   arith::AddIOp::create(b, loc, iLo,
-                                        indexConst(b, loc, kBlockM)),
+                                        indexConst(b, loc, blockM)),
                   mm.m);
               for (const Columns &cols : groups)
                 emitPanels(b, loc, mm, cols, iLo, iHi, kLo, kHi);
@@ -293,15 +328,26 @@ void rewriteMatmul(linalg::MatmulOp op) {
 
 class MatmulKernelPass : public impl::MatmulKernelPassBase<MatmulKernelPass> {
 public:
+  MatmulKernelPass() = default;
+  explicit MatmulKernelPass(std::shared_ptr<const TuningParameters> tuning)
+      : tuning(std::move(tuning)) {}
 
   void runOnOperation() override {
     SmallVector<linalg::MatmulOp> matmuls;
     getOperation().walk([&](linalg::MatmulOp op) { matmuls.push_back(op); });
     for (linalg::MatmulOp op : matmuls)
-      rewriteMatmul(op);
+      rewriteMatmul(op, tuning.get());
   }
+
+private:
+  std::shared_ptr<const TuningParameters> tuning;
 };
 
 } // namespace
+
+std::unique_ptr<Pass>
+createMatmulKernelPass(std::shared_ptr<const TuningParameters> tuning) {
+  return std::make_unique<MatmulKernelPass>(std::move(tuning));
+}
 
 } // namespace kina

@@ -109,7 +109,7 @@ void CpuTarget::buildPipeline(OpPassManager &pm,
   pm.addPass(createTensorDescEntryPointsPass());
 
   if (optimize)
-    pm.addPass(createMatmulKernelPass());
+    pm.addPass(createMatmulKernelPass(options.tuning));
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createExpandShapePass());
   pm.addPass(memref::createExpandStridedMetadataPass());

@@ -125,8 +125,15 @@ def GpuMapElementwisePass
     `memref.get_global`s a kernel reads are cloned into it (device globals
     after outlining). Runs last of the mappers. Fails, naming the op, when
     any linalg op or
-    `memref.copy` remains on the host afterwards.
+    `memref.copy` remains on the host afterwards. The block size is the
+    option block-size (kinac sets it from a tuning cache's
+    "cuda.elementwise" entry, docs/autotune.md).
   }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Threads per block of the elementwise kernels (a multiple of 32 "
+           "in [32, 1024])">
+  ];
   let dependentDialects = ["mlir::affine::AffineDialect",
                            "mlir::arith::ArithDialect",
                            "mlir::gpu::GPUDialect",

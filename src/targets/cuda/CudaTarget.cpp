@@ -209,7 +209,11 @@ void CudaTarget::buildStage(OpPassManager &pm, const TargetOptions &options,
     pm.addPass(cuda::createGpuMapMatmulPass(matmul));
     pm.addPass(cuda::createGpuMapRowsPass());
     pm.addPass(cuda::createGpuMapReductionsPass());
-    pm.addPass(cuda::createGpuMapElementwisePass());
+    cuda::GpuMapElementwisePassOptions elementwise;
+    if (options.tuning)
+      if (const Schedule *tuned = options.tuning->lookup("cuda.elementwise"))
+        elementwise.blockSize = tuned->get("block", elementwise.blockSize);
+    pm.addPass(cuda::createGpuMapElementwisePass(elementwise));
     pm.addPass(cuda::createGpuHostSyncPass());
     pm.addPass(createGpuLaunchSinkIndexComputationsPass());
     pm.addPass(createGpuKernelOutliningPass());

@@ -83,7 +83,8 @@ namespace kina::cuda {
 
 namespace {
 
-constexpr int64_t kBlockSize = 256;
+// Threads per block: the pass option block-size (default 256; the space
+// "cuda.elementwise" of kina/Tuning.h, set from a tuning cache).
 /// Vectors each thread of the vector kernel loads per iteration (all loads
 /// issued before the first use: several 16-byte accesses in flight).
 constexpr int64_t kVectorsPerThread = 4;
@@ -106,16 +107,18 @@ struct ElementwiseSpec {
   SmallVector<AffineMap> inputMaps;
   SmallVector<Access> outputs;
   std::function<SmallVector<Value>(OpBuilder &, ValueRange, ValueRange)> body;
+  int64_t blockSize = 256; // threads per block (the pass's block-size)
 };
 
 /// Emits the guarded launch of the grid-stride loop over `n` points; `body`
 /// is called inside the loop with the linear index.
 void emitGridStrideKernel(OpBuilder &b, Location loc, Value n,
+                          int64_t blockSize,
                           llvm::function_ref<void(OpBuilder &, Value)> body) {
-  Value grid = gridSize(b, loc, n, kBlockSize, kMaxGridX);
+  Value grid = gridSize(b, loc, n, blockSize, kMaxGridX);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  gpu::LaunchOp launch = createLaunch(b, loc, grid, one, one, kBlockSize, 1, 1);
-  Value block = arith::ConstantIndexOp::create(b, loc, kBlockSize);
+  gpu::LaunchOp launch = createLaunch(b, loc, grid, one, one, blockSize, 1, 1);
+  Value block = arith::ConstantIndexOp::create(b, loc, blockSize);
   Value first = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, launch.getBlockIds().x, block),
       launch.getThreadIds().x);
@@ -129,22 +132,23 @@ void emitGridStrideKernel(OpBuilder &b, Location loc, Value n,
 void emitScalarKernel(OpBuilder &b, const ElementwiseSpec &spec, Value n) {
   OpBuilder::InsertionGuard guard(b);
   Location loc = spec.loc;
-  emitGridStrideKernel(b, loc, n, [&](OpBuilder &kb, Value linear) {
-    SmallVector<Value> ivs = delinearize(kb, loc, linear, spec.sizes);
-    SmallVector<Value> args;
-    for (auto [value, map] : llvm::zip(spec.inputs, spec.inputMaps)) {
-      if (!isa<MemRefType>(value.getType())) {
-        args.push_back(value);
-        continue;
-      }
-      args.push_back(
-          memref::LoadOp::create(kb, loc, value, applyMap(kb, loc, map, ivs)));
-    }
-    SmallVector<Value> results = spec.body(kb, args, ivs);
-    for (auto [out, value] : llvm::zip(spec.outputs, results))
-      memref::StoreOp::create(kb, loc, value, out.memref,
-                              applyMap(kb, loc, out.map, ivs));
-  });
+  emitGridStrideKernel(
+      b, loc, n, spec.blockSize, [&](OpBuilder &kb, Value linear) {
+        SmallVector<Value> ivs = delinearize(kb, loc, linear, spec.sizes);
+        SmallVector<Value> args;
+        for (auto [value, map] : llvm::zip(spec.inputs, spec.inputMaps)) {
+          if (!isa<MemRefType>(value.getType())) {
+            args.push_back(value);
+            continue;
+          }
+          args.push_back(memref::LoadOp::create(kb, loc, value,
+                                                applyMap(kb, loc, map, ivs)));
+        }
+        SmallVector<Value> results = spec.body(kb, args, ivs);
+        for (auto [out, value] : llvm::zip(spec.outputs, results))
+          memref::StoreOp::create(kb, loc, value, out.memref,
+                                  applyMap(kb, loc, out.map, ivs));
+      });
 }
 
 /// How the vector kernel reads an operand along the innermost loop.
@@ -239,10 +243,11 @@ void emitVectorKernel(OpBuilder &b, const ElementwiseSpec &spec, Value n,
   unsigned innermost = spec.sizes.size() - 1;
   Value lanesV = arith::ConstantIndexOp::create(b, loc, lanes);
   Value vectors = arith::DivUIOp::create(b, loc, n, lanesV);
-  int64_t perBlock = kBlockSize * kVectorsPerThread;
+  int64_t blockSize = spec.blockSize;
+  int64_t perBlock = blockSize * kVectorsPerThread;
   Value grid = gridSize(b, loc, vectors, perBlock, kMaxGridX);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  gpu::LaunchOp launch = createLaunch(b, loc, grid, one, one, kBlockSize, 1, 1);
+  gpu::LaunchOp launch = createLaunch(b, loc, grid, one, one, blockSize, 1, 1);
   Value perBlockV = arith::ConstantIndexOp::create(b, loc, perBlock);
   Value first = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, launch.getBlockIds().x, perBlockV),
@@ -271,7 +276,7 @@ void emitVectorKernel(OpBuilder &b, const ElementwiseSpec &spec, Value n,
   for (int64_t k = 0; k < kVectorsPerThread; ++k) {
     Value v = arith::AddIOp::create(
         b, loc, loop.getInductionVar(),
-        arith::ConstantIndexOp::create(b, loc, k * kBlockSize));
+        arith::ConstantIndexOp::create(b, loc, k * blockSize));
     inRange.push_back(
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, v, vectors));
     Value linear = arith::MulIOp::create(b, loc, v, lanesV);
@@ -438,10 +443,10 @@ Value unusedValue(OpBuilder &b, Location loc, Type type) {
                                    cast<TypedAttr>(b.getZeroAttr(type)));
 }
 
-void mapGeneric(linalg::GenericOp op) {
+void mapGeneric(linalg::GenericOp op, int64_t blockSize) {
   OpBuilder b(op);
   Location loc = op.getLoc();
-  ElementwiseSpec spec{loc, loopSizes(b, loc, op), {}, {}, {}, {}};
+  ElementwiseSpec spec{loc, loopSizes(b, loc, op), {}, {}, {}, {}, blockSize};
   if (anyStaticZero(spec.sizes))
     return op.erase(); // no element to compute
   // The inputs, then the inits whose values the region reads.
@@ -470,12 +475,12 @@ void mapGeneric(linalg::GenericOp op) {
   op.erase();
 }
 
-void mapCopy(memref::CopyOp op) {
+void mapCopy(memref::CopyOp op, int64_t blockSize) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   Value source = op.getSource(), target = op.getTarget();
   auto type = cast<MemRefType>(target.getType());
-  ElementwiseSpec spec{loc, {}, {source}, {}, {}, {}};
+  ElementwiseSpec spec{loc, {}, {source}, {}, {}, {}, blockSize};
   for (int64_t d = 0; d < type.getRank(); ++d)
     spec.sizes.push_back(
         type.isDynamicDim(d)
@@ -517,7 +522,14 @@ void sinkGlobals(gpu::LaunchOp launch) {
 class GpuMapElementwisePass
     : public impl::GpuMapElementwisePassBase<GpuMapElementwisePass> {
 public:
+  using GpuMapElementwisePassBase::GpuMapElementwisePassBase;
+
   void runOnOperation() override {
+    if (blockSize < 32 || blockSize > 1024 || blockSize % 32 != 0) {
+      getOperation().emitError("kina-gpu-map-elementwise: block-size ")
+          << blockSize.getValue() << " is not a multiple of 32 in [32, 1024]";
+      return signalPassFailure();
+    }
     SmallVector<Operation *> work;
     getOperation().walk([&](Operation *op) {
       if (op->getParentOfType<gpu::LaunchOp>() ||
@@ -532,9 +544,9 @@ public:
     });
     for (Operation *op : work) {
       if (auto generic = dyn_cast<linalg::GenericOp>(op))
-        mapGeneric(generic);
+        mapGeneric(generic, blockSize);
       else
-        mapCopy(cast<memref::CopyOp>(op));
+        mapCopy(cast<memref::CopyOp>(op), blockSize);
     }
     // Constants the kernels read become the kernels' own globals.
     getOperation().walk([](gpu::LaunchOp launch) { sinkGlobals(launch); });

@@ -1,0 +1,123 @@
+//===- Tuning.h - Schedule parameters of tunable ops and kernel classes ---===//
+//
+// What `--autotune` searches and `--tuning-cache` replays (docs/autotune.md):
+// a Schedule is a set of named integer parameters (tile sizes, vector
+// width, unroll factors, block sizes); a ScheduleSpace names, for one kind
+// of schedule, its parameters, their defaults (the constants the passes use
+// without tuning) and the values a search tries; TuningParameters maps
+// keys to schedules and is what a target's pipeline receives
+// (TargetOptions::tuning). A pass asks for the schedule of one of its ops
+// by the op's key (tuningKey: kind and source location) or, for a kernel
+// class of the cuda target, by the class's key ("cuda.elementwise"), and
+// falls back to the space's defaults for everything the table lacks.
+//
+// Kinds (ScheduleSpace::name):
+//  - "cpu.matmul" (kina-matmul-kernel, src/passes/MatmulKernel.cpp): per
+//    linalg.matmul; mc, kc (the BLIS row and reduction blocks, elements),
+//    mr (rows of the register tile), nv (vectors per column panel), vbits
+//    (vector width, bits), ku (unroll of the innermost k loop).
+//  - "cuda.elementwise" (kina-gpu-map-elementwise): per kernel class, one
+//    entry for the module; block (threads per block).
+// Another pass takes tuned parameters by adding its space to allSpaces()
+// and reading `tuning->lookup(key)` the same way.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KINA_TUNING_H
+#define KINA_TUNING_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class Operation;
+} // namespace mlir
+
+namespace kina {
+
+/// Named integer parameters of one op's (or kernel class's) schedule, e.g.
+/// {"mc": 256, "kc": 256, "mr": 4, "nv": 2, "vbits": 256, "ku": 1}. Units
+/// are the parameter's own (elements, vectors, bits, threads); see the
+/// space that defines it.
+struct Schedule {
+  std::map<std::string, int64_t> params;
+
+  /// The value of `name`, or `fallback` when the schedule lacks it.
+  int64_t get(llvm::StringRef name, int64_t fallback) const;
+  /// `mr=4 nv=2 ...` in the order of the map (names sorted), for messages.
+  std::string str() const;
+  bool operator==(const Schedule &other) const {
+    return params == other.params;
+  }
+};
+
+/// One tunable parameter: its name, its default (the pass's constant when
+/// nothing is tuned) and the values a search tries (the default among
+/// them); a value outside `values` is refused when read from a cache.
+/// `--autotune` searches the parameters of one `stage` together (every
+/// combination of their values), stage after stage, each from the best
+/// schedule of the stages before.
+struct ScheduleParameter {
+  const char *name;
+  int64_t defaultValue;
+  std::vector<int64_t> values;
+  int stage;
+  const char *meaning; ///< One line for docs and messages.
+};
+
+/// The parameters of one kind of schedule ("cpu.matmul", "cuda.elementwise").
+struct ScheduleSpace {
+  const char *name;
+  /// Bumped when a parameter's meaning changes: a cache entry recorded
+  /// under another version is stale.
+  int version;
+  std::vector<ScheduleParameter> parameters;
+
+  /// Every parameter at its default.
+  Schedule defaults() const;
+  /// Checks that `s` names exactly this space's parameters with allowed
+  /// values; returns the reason it does not, or an empty string.
+  std::string check(const Schedule &s) const;
+};
+
+/// Every kind of schedule kinac knows.
+llvm::ArrayRef<ScheduleSpace> allSpaces();
+/// The space named `name`, or nullptr.
+const ScheduleSpace *lookupSpace(llvm::StringRef name);
+
+/// The key of a tunable op: `<kind>@<line>:<col>`, kind the op's name
+/// without its dialect (`matmul`), line and column those of the first
+/// file location in the op's location (the Kina statement it lowers; for
+/// a fused or named location, the first file location inside). Stable
+/// across the pipeline's passes, which keep an op's location; empty when
+/// the op has no file location.
+std::string tuningKey(mlir::Operation *op);
+
+/// Schedules by key (tuningKey for ops, "cuda.elementwise" for a kernel
+/// class), as a target's pipeline receives them. Empty: every pass uses
+/// its defaults.
+class TuningParameters {
+public:
+  /// Sets the schedule of `key` (replacing one set before).
+  void set(const std::string &key, Schedule schedule) {
+    schedules[key] = std::move(schedule);
+  }
+  /// The schedule of `key`, or nullptr.
+  const Schedule *lookup(llvm::StringRef key) const;
+  /// The schedule of `op` (by tuningKey), or nullptr.
+  const Schedule *lookup(mlir::Operation *op) const;
+  bool empty() const { return schedules.empty(); }
+  const std::map<std::string, Schedule> &all() const { return schedules; }
+
+private:
+  std::map<std::string, Schedule> schedules;
+};
+
+} // namespace kina
+
+#endif // KINA_TUNING_H

@@ -1,0 +1,122 @@
+//===- Tuning.cpp - Schedule spaces, keys and tables (kina/Tuning.h) ------===//
+//
+// The spaces of the schedules the passes take (their defaults are the
+// passes' untuned constants), the op keys, and the table a pipeline reads.
+//
+//===----------------------------------------------------------------------===//
+#include "kina/Tuning.h"
+
+#include "mlir/IR/Location.h"
+#include "mlir/IR/Operation.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+
+namespace kina {
+
+int64_t Schedule::get(llvm::StringRef name, int64_t fallback) const {
+  auto it = params.find(name.str());
+  return it == params.end() ? fallback : it->second;
+}
+
+std::string Schedule::str() const {
+  std::string s;
+  for (const auto &[name, value] : params)
+    s += (s.empty() ? "" : " ") + name + "=" + std::to_string(value);
+  return s;
+}
+
+Schedule ScheduleSpace::defaults() const {
+  Schedule s;
+  for (const ScheduleParameter &p : parameters)
+    s.params[p.name] = p.defaultValue;
+  return s;
+}
+
+std::string ScheduleSpace::check(const Schedule &s) const {
+  for (const auto &[name, value] : s.params) {
+    const ScheduleParameter *param = nullptr;
+    for (const ScheduleParameter &p : parameters)
+      if (name == p.name)
+        param = &p;
+    if (!param)
+      return "'" + name + "' is not a parameter of " + this->name;
+    if (!llvm::is_contained(param->values, value)) {
+      std::string allowed;
+      for (int64_t v : param->values)
+        allowed += (allowed.empty() ? "" : ", ") + std::to_string(v);
+      return "'" + name + "' is " + std::to_string(value) + ", not one of " +
+             allowed;
+    }
+  }
+  for (const ScheduleParameter &p : parameters)
+    if (!s.params.count(p.name))
+      return std::string("'") + p.name + "' is missing";
+  return "";
+}
+
+llvm::ArrayRef<ScheduleSpace> allSpaces() {
+  static const std::vector<ScheduleSpace> spaces = {
+      {"cpu.matmul",
+       1,
+       {// Register tile first (the search's order): vector width, rows,
+        // vectors per panel; then the cache blocks; then the k unroll.
+        {"vbits", 256, {128, 256, 512}, 0, "vector width in bits"},
+        {"mr", 4, {2, 4, 6, 8}, 0, "rows of C per micro-kernel"},
+        {"nv", 2, {1, 2, 3}, 0, "vectors of C's columns per panel"},
+        {"mc", 256, {64, 128, 256, 512}, 1, "rows of A per block (BLIS MC)"},
+        {"kc", 256, {128, 256, 512}, 1, "reduction block (BLIS KC)"},
+        {"ku", 1, {1, 2, 4}, 2, "unroll factor of the innermost k loop"}}},
+      {"cuda.elementwise",
+       1,
+       {{"block", 256, {64, 128, 256, 512, 1024}, 0, "threads per block"}}},
+  };
+  return spaces;
+}
+
+const ScheduleSpace *lookupSpace(llvm::StringRef name) {
+  for (const ScheduleSpace &space : allSpaces())
+    if (name == space.name)
+      return &space;
+  return nullptr;
+}
+
+namespace {
+
+/// The first file location in `loc` (itself, or inside a fused, named or
+/// call-site location), or null.
+FileLineColLoc firstFileLoc(Location loc) {
+  FileLineColLoc found;
+  loc->walk([&](Location inner) {
+    if (auto file = dyn_cast<FileLineColLoc>(inner)) {
+      found = file;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return found;
+}
+
+} // namespace
+
+std::string tuningKey(Operation *op) {
+  FileLineColLoc loc = firstFileLoc(op->getLoc());
+  if (!loc)
+    return "";
+  llvm::StringRef kind = op->getName().stripDialect();
+  return kind.str() + "@" + std::to_string(loc.getLine()) + ":" +
+         std::to_string(loc.getColumn());
+}
+
+const Schedule *TuningParameters::lookup(llvm::StringRef key) const {
+  auto it = schedules.find(key.str());
+  return it == schedules.end() ? nullptr : &it->second;
+}
+
+const Schedule *TuningParameters::lookup(Operation *op) const {
+  std::string key = tuningKey(op);
+  return key.empty() ? nullptr : lookup(key);
+}
+
+} // namespace kina
