@@ -39,7 +39,9 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 using namespace mlir;
@@ -160,6 +162,17 @@ public:
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
     declareRuntimeFunctions(module);
+
+    // n-D vector broadcasts and shape casts (left by the canonicalizations
+    // after kina-tile-and-vectorize) as 1-D ops first, as MLIR's
+    // convert-vector-to-llvm does before its conversion.
+    {
+      RewritePatternSet lowering(ctx);
+      vector::populateVectorBroadcastLoweringPatterns(lowering);
+      vector::populateVectorShapeCastLoweringPatterns(lowering);
+      if (failed(applyPatternsGreedily(module, std::move(lowering))))
+        return signalPassFailure();
+    }
 
     LLVMTypeConverter converter(ctx);
     RewritePatternSet patterns(ctx);

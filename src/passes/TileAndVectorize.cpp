@@ -308,6 +308,7 @@ LogicalResult lowerVectors(Operation *root) {
       [](RewritePatternSet &patterns) {
         vector::populateVectorTransferLoweringPatterns(patterns,
                                                        /*maxTransferRank=*/1);
+        vector::populateVectorBroadcastLoweringPatterns(patterns);
         vector::populateVectorShapeCastLoweringPatterns(patterns);
       },
   };
