@@ -163,11 +163,14 @@ public:
     MLIRContext *ctx = &getContext();
     declareRuntimeFunctions(module);
 
-    // n-D vector broadcasts and shape casts (left by the canonicalizations
-    // after kina-tile-and-vectorize) as 1-D ops first, as MLIR's
+    // Permuted transfers, n-D vector broadcasts and shape casts (left by the
+    // canonicalizations after kina-tile-and-vectorize) as 1-D ops first, as MLIR's
     // convert-vector-to-llvm does before its conversion.
     {
       RewritePatternSet lowering(ctx);
+      vector::populateVectorTransferPermutationMapLoweringPatterns(lowering);
+      vector::populateVectorTransferLoweringPatterns(lowering,
+                                                     /*maxTransferRank=*/1);
       vector::populateVectorBroadcastLoweringPatterns(lowering);
       vector::populateVectorShapeCastLoweringPatterns(lowering);
       if (failed(applyPatternsGreedily(module, std::move(lowering))))
