@@ -49,6 +49,15 @@
 //    below one vector; rows in tiles of 4, then one at a time. On the
 //    bufferized module before `convert-linalg-to-loops`, at -O1 and above;
 //    same results as the scalar loops up to fused multiply-adds.
+//  - kina-tile-and-vectorize (option vector-bits): each remaining linalg op
+//    on buffers (elementwise, reductions, normalisations, transposes,
+//    broadcasts, contractions) is tiled with the loop most operands access
+//    contiguously in tiles of one vector register and the others in tiles
+//    of 1 (scf::tileUsingSCF), its partial tile peeled, its full tiles
+//    vectorised (linalg::vectorize), reduction accumulators kept in vector
+//    registers, and the vector ops lowered with MLIR's patterns
+//    (src/passes/TileAndVectorize.cpp). After kina-matmul-kernel, at -O1
+//    and above; float sums reassociate lane-wise.
 //  - kina-expand-shape: each `memref.expand_shape` of a rank-1, unit-stride
 //    memref becomes `memref.reinterpret_cast` of its base buffer with
 //    row-major strides, as `expand-strided-metadata` would, which in MLIR 22

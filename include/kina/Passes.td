@@ -161,6 +161,37 @@ def MatmulKernelPass : Pass<"kina-matmul-kernel", "mlir::ModuleOp"> {
                            "mlir::linalg::LinalgDialect"];
 }
 
+def TileAndVectorizePass
+    : Pass<"kina-tile-and-vectorize", "mlir::ModuleOp"> {
+  let summary = "Tile linalg ops on buffers and vectorise the tiles with "
+                "MLIR's transforms";
+  let description = [{
+    Tiles each linalg op on buffers (scf::tileUsingSCF) with the loop most
+    operands access contiguously in tiles of one vector register
+    (`vector-bits` / the widest element) and every other loop in tiles of 1,
+    peels the partial tile (left to convert-linalg-to-loops), vectorises the
+    full tiles (linalg::vectorize), hoists each reduction's accumulator out
+    of its loops into registers, widens row-reduction accumulators to
+    vectors (one elementwise combine per step, one horizontal reduction per
+    row) and lowers the vector ops with MLIR's vector lowering patterns.
+    Ops with `linalg.index` payloads, convolution windows or element types
+    that are not 8- to 64-bit integers or floats are left alone. On the
+    bufferized module after kina-matmul-kernel and kina-entry-points, at -O1
+    and above: src/passes/TileAndVectorize.cpp.
+  }];
+  let options = [
+    Option<"vectorBits", "vector-bits", "unsigned", "128",
+           "bits of one vector register of the target processor (128, 256 "
+           "or 512)">
+  ];
+  let dependentDialects = ["mlir::affine::AffineDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect",
+                           "mlir::vector::VectorDialect",
+                           "mlir::linalg::LinalgDialect"];
+}
+
 def ExpandShapePass : Pass<"kina-expand-shape", "mlir::ModuleOp"> {
   let summary = "Rewrite memref.expand_shape of 1-D memrefs as "
                 "reinterpret_cast";

@@ -39,8 +39,11 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
+#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 
@@ -160,6 +163,21 @@ public:
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
     declareRuntimeFunctions(module);
+
+    // Permuted transfers, n-D vector broadcasts and shape casts (left by the
+    // canonicalizations after kina-tile-and-vectorize) as 1-D ops first, as
+    // MLIR's convert-vector-to-llvm does before its conversion.
+    {
+      RewritePatternSet lowering(ctx);
+      vector::populateVectorTransferPermutationMapLoweringPatterns(lowering);
+      vector::populateVectorTransferLoweringPatterns(lowering,
+                                                     /*maxTransferRank=*/1);
+      vector::populateVectorBroadcastLoweringPatterns(lowering);
+      vector::populateVectorShapeCastLoweringPatterns(lowering);
+      vector::populateVectorFromElementsUnrollPatterns(lowering);
+      if (failed(applyPatternsGreedily(module, std::move(lowering))))
+        return signalPassFailure();
+    }
 
     LLVMTypeConverter converter(ctx);
     RewritePatternSet patterns(ctx);

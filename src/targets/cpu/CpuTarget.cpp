@@ -13,7 +13,8 @@
 //   kina-empty-reshape                        (src/passes/workarounds/)
 //   one-shot-bufferize (function boundaries, identity layouts)
 //   kina-buffer-ownership, kina-entry-points            (Passes.h)
-//   kina-matmul-kernel                                  (-O1 and above)
+//   kina-matmul-kernel, kina-tile-and-vectorize,        (-O1 and above;
+//   convert-vector-to-scf                  vector-bits from the processor)
 //   convert-linalg-to-loops, kina-expand-shape, expand-strided-metadata,
 //   lower-affine, convert-scf-to-cf, canonicalize + cse (cleanup at -O1+)
 //   kina-math-approximation                             (-O1 and above,
@@ -35,6 +36,7 @@
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
@@ -63,14 +65,12 @@ public:
                      const TargetOptions &options) const override;
 };
 
-/// Whether `mcpu` (an LLVM processor name for the default target triple,
-/// "native" for the host's; empty: the generic processor) has fused
-/// multiply-add instructions. MLIR's math approximations are written with
-/// `math.fma`, which becomes a call of libm's `fmaf` per element on a
-/// processor without them (src/passes/MathApproximation.cpp).
-bool processorHasFma(llvm::StringRef mcpu) {
+/// The subtarget of `mcpu` (an LLVM processor name for the default target
+/// triple, "native" for the host's; empty: the generic processor), or null
+/// when `mcpu` is empty or not a processor LLVM knows.
+std::unique_ptr<llvm::MCSubtargetInfo> processorInfo(llvm::StringRef mcpu) {
   if (mcpu.empty())
-    return false;
+    return nullptr;
   std::string cpu =
       mcpu == "native" ? llvm::sys::getHostCPUName().str() : mcpu.str();
   llvm::InitializeNativeTarget();
@@ -79,10 +79,33 @@ bool processorHasFma(llvm::StringRef mcpu) {
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
-    return false;
+    return nullptr;
   std::unique_ptr<llvm::MCSubtargetInfo> info(
       target->createMCSubtargetInfo(triple, cpu, ""));
-  return info && info->isCPUStringValid(cpu) && info->checkFeatures("+fma");
+  if (!info || !info->isCPUStringValid(cpu))
+    return nullptr;
+  return info;
+}
+
+/// Whether `mcpu` (processorInfo) has fused multiply-add instructions.
+/// MLIR's math approximations are written with `math.fma`, which becomes a
+/// call of libm's `fmaf` per element on a processor without them
+/// (src/passes/MathApproximation.cpp).
+bool processorHasFma(llvm::StringRef mcpu) {
+  std::unique_ptr<llvm::MCSubtargetInfo> info = processorInfo(mcpu);
+  return info && info->checkFeatures("+fma");
+}
+
+/// The bits of one vector register of `mcpu` (processorInfo) for
+/// kina-tile-and-vectorize: 512 with AVX-512 (avx512f), 256 with AVX, 128
+/// otherwise (SSE2, the generic x86-64, and any other processor).
+unsigned processorVectorBits(llvm::StringRef mcpu) {
+  std::unique_ptr<llvm::MCSubtargetInfo> info = processorInfo(mcpu);
+  if (info && info->checkFeatures("+avx512f"))
+    return 512;
+  if (info && info->checkFeatures("+avx"))
+    return 256;
+  return 128;
 }
 
 void CpuTarget::buildPipeline(OpPassManager &pm,
@@ -108,8 +131,13 @@ void CpuTarget::buildPipeline(OpPassManager &pm,
   pm.addPass(createEntryPointsPass(options.stamp));
   pm.addPass(createTensorDescEntryPointsPass());
 
-  if (optimize)
+  if (optimize) {
     pm.addPass(createMatmulKernelPass(options.tuning));
+    TileAndVectorizePassOptions vectorize;
+    vectorize.vectorBits = processorVectorBits(options.mcpu);
+    pm.addPass(createTileAndVectorizePass(vectorize));
+    pm.addPass(createConvertVectorToSCFPass());
+  }
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createExpandShapePass());
   pm.addPass(memref::createExpandStridedMetadataPass());

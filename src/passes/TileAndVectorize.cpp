@@ -1,0 +1,407 @@
+//===- TileAndVectorize.cpp - linalg ops on buffers to vector loops -------===//
+//
+// kina-tile-and-vectorize (createTileAndVectorizePass). Every linalg op on
+// buffers that MLIR's vectoriser can take (projected-permutation maps,
+// parallel and reduction loops, integer or float elements of 8 to 64 bits,
+// no `linalg.index` in its payload) becomes a loop nest of vector code,
+// built with MLIR's own transforms only:
+//
+//  1. tiling (scf::tileUsingSCF): the "vector dim" (the loop that most
+//     operands read or write contiguously, the innermost on a tie) in tiles
+//     of one register (`vector-bits` / the widest element), every other loop
+//     in tiles of 1. So an elementwise chain (one fused linalg.generic) is
+//     one loop nest over full rows of vectors; a row reduction (softmax's
+//     max and sum, layer_norm's mean and variance) walks its row one vector
+//     at a time; a column reduction and a contraction (the matmuls that
+//     kina-matmul-kernel does not take: integer, bf16, batched, broadcast)
+//     accumulate a vector of the output over their reduction loops;
+//  2. peeling (scf::peelForLoopAndSimplifyBounds) of the vector loop: its
+//     full tiles have static shapes, the last partial tile stays a linalg op
+//     (scalar loops from convert-linalg-to-loops later);
+//  3. vectorisation of each full tile (linalg::vectorize: transfer_read,
+//     arith/math on vectors, vector.multi_reduction);
+//  4. the subviews folded into the transfers (fold-memref-alias-ops) and
+//     the output's read/write pair of each reduction hoisted out of its
+//     loops (hoistTileAccumulators, src/passes/workarounds/: MLIR's
+//     linalg::hoistRedundantVectorTransfers refuses these pairs once the
+//     peeled partial tile uses the same buffer): the accumulator lives in
+//     registers, not in memory at every step;
+//  5. reduction accumulators widened (widenReductionAccumulators below): a
+//     loop-carried `multi_reduction(x, acc)` becomes an elementwise
+//     `vacc = combine(vacc, x)` on a vector accumulator and a single
+//     multi_reduction after the loop, so the loop does one vector add (max,
+//     ...) per step instead of a horizontal reduction; this reassociates
+//     float sums (lane-wise partial sums), within docs/tolerances.md;
+//  6. MLIR's vector lowering patterns (leading unit dims cast away,
+//     multi_reduction to vector.reduction, contraction to outer products,
+//     transfer permutations to broadcasts/transposes, 1-D transfers to
+//     vector.load/store). n-D transfers left over go through
+//     convert-vector-to-scf in the cpu pipeline.
+//
+// On the bufferized module after kina-matmul-kernel (whose f32/f64
+// linalg.matmul are gone by then) and after kina-entry-points, so the
+// kernel report of --emit=dot / --stats (src/driver/KernelAnalysis.cpp,
+// taken after kina-entry-points) still sees one linalg op per kernel. At
+// -O1 and above (CpuTarget.cpp); `vector-bits` comes from the processor
+// (512 with AVX-512, 256 with AVX, 128 otherwise).
+//
+//===----------------------------------------------------------------------===//
+#include "kina/Passes.h"
+#include "workarounds/HoistTileAccumulators.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
+#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace kina {
+#define GEN_PASS_DEF_TILEANDVECTORIZEPASS
+#include "kina/Passes.h.inc"
+
+namespace {
+
+/// Marks the full tiles to vectorise between tiling and vectorisation.
+constexpr llvm::StringLiteral kFullTileAttr = "kina.full_tile";
+
+/// The bit width of `type` when it is an integer or float of 8 to 64 bits
+/// in whole bytes (what a vector load reads as memory holds it: i1 is a
+/// byte per element in memory but a bit per lane in a vector), else 0.
+unsigned vectorElementBits(Type type) {
+  if (!type.isIntOrFloat())
+    return 0;
+  unsigned bits = type.getIntOrFloatBitWidth();
+  return (bits % 8 == 0 && bits >= 8 && bits <= 64) ? bits : 0;
+}
+
+/// The widest element of `op`'s operands, or 0 when one of them cannot be
+/// read as a vector.
+unsigned widestElementBits(linalg::LinalgOp op) {
+  unsigned widest = 0;
+  for (OpOperand &operand : op->getOpOperands()) {
+    unsigned bits = vectorElementBits(getElementTypeOrSelf(operand.get()));
+    if (!bits)
+      return 0;
+    widest = std::max(widest, bits);
+  }
+  return widest;
+}
+
+/// Whether `op` is one this pass tiles: buffers only, parallel and
+/// reduction loops, projected-permutation maps (no convolution window), no
+/// `linalg.index` (linalg::vectorize would need vector.step and gathers for
+/// it; those ops stay scalar), vectorisable element types.
+bool isCandidate(linalg::LinalgOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumLoops() == 0 ||
+      op.getNumParallelLoops() + op.getNumReductionLoops() != op.getNumLoops())
+    return false;
+  if (!llvm::all_of(op.getIndexingMapsArray(), [](AffineMap map) {
+        return map.isProjectedPermutation(/*allowZeroInResults=*/false);
+      }))
+    return false;
+  if (op.hasIndexSemantics())
+    return false;
+  return widestElementBits(op) != 0;
+}
+
+/// The loop vectorised: the one most operands access contiguously (the
+/// last result of their indexing map), the innermost on a tie.
+unsigned vectorDim(linalg::LinalgOp op) {
+  llvm::SmallVector<unsigned> contiguous(op.getNumLoops(), 0);
+  for (AffineMap map : op.getIndexingMapsArray())
+    if (map.getNumResults() > 0)
+      ++contiguous[map.getDimPosition(map.getNumResults() - 1)];
+  unsigned best = op.getNumLoops() - 1;
+  for (unsigned d = op.getNumLoops(); d-- > 0;)
+    if (contiguous[d] > contiguous[best])
+      best = d;
+  return best;
+}
+
+/// Tiles `op` (steps 1 and 2 of the file comment) and marks its full tiles
+/// with kFullTileAttr. Leaves `op` alone when its vector dim is statically
+/// shorter than one vector.
+LogicalResult tileAndPeel(RewriterBase &rewriter, linalg::LinalgOp op,
+                          unsigned vectorBits) {
+  unsigned lanes = std::max(1u, vectorBits / widestElementBits(op));
+  unsigned dim = vectorDim(op);
+  llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (!ShapedType::isDynamic(ranges[dim]) && ranges[dim] < int64_t(lanes))
+    return failure();
+  llvm::SmallVector<OpFoldResult> sizes(op.getNumLoops(),
+                                        rewriter.getIndexAttr(1));
+  sizes[dim] = rewriter.getIndexAttr(lanes);
+  scf::SCFTilingOptions options;
+  options.setTileSizes(sizes);
+  rewriter.setInsertionPoint(op);
+  FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+      rewriter, cast<TilingInterface>(op.getOperation()), options);
+  if (failed(tiled))
+    return failure();
+  rewriter.eraseOp(op);
+  for (Operation *tile : tiled->tiledOps)
+    tile->setAttr(kFullTileAttr, rewriter.getUnitAttr());
+  // Every loop is tiled, so the loops are in loop-dim order.
+  auto loop = dyn_cast<scf::ForOp>(tiled->loops[dim].getOperation());
+  scf::ForOp partial;
+  if (loop &&
+      succeeded(scf::peelForLoopAndSimplifyBounds(rewriter, loop, partial)))
+    partial.walk(
+        [](linalg::LinalgOp tile) { tile->removeAttr(kFullTileAttr); });
+  return success();
+}
+
+/// The neutral element of `kind` on `type` (an integer or float scalar
+/// type): x combined with it is x. -0.0 for a float sum (-0 + -0 is -0).
+TypedAttr neutralElement(vector::CombiningKind kind, Type type) {
+  using Kind = vector::CombiningKind;
+  if (auto floatType = dyn_cast<FloatType>(type)) {
+    const llvm::fltSemantics &sem = floatType.getFloatSemantics();
+    switch (kind) {
+    case Kind::ADD:
+      return FloatAttr::get(type, llvm::APFloat::getZero(sem, true));
+    case Kind::MUL:
+      return FloatAttr::get(type, llvm::APFloat::getOne(sem));
+    case Kind::MINNUMF:
+    case Kind::MINIMUMF:
+      return FloatAttr::get(type, llvm::APFloat::getInf(sem, false));
+    case Kind::MAXNUMF:
+    case Kind::MAXIMUMF:
+      return FloatAttr::get(type, llvm::APFloat::getInf(sem, true));
+    default:
+      return {};
+    }
+  }
+  unsigned bits = type.getIntOrFloatBitWidth();
+  llvm::APInt value;
+  switch (kind) {
+  case Kind::ADD:
+  case Kind::OR:
+  case Kind::XOR:
+  case Kind::MAXUI:
+    value = llvm::APInt::getZero(bits);
+    break;
+  case Kind::MUL:
+    value = llvm::APInt(bits, 1);
+    break;
+  case Kind::AND:
+  case Kind::MINUI:
+    value = llvm::APInt::getAllOnes(bits);
+    break;
+  case Kind::MINSI:
+    value = llvm::APInt::getSignedMaxValue(bits);
+    break;
+  case Kind::MAXSI:
+    value = llvm::APInt::getSignedMinValue(bits);
+    break;
+  default:
+    return {};
+  }
+  return IntegerAttr::get(type, value);
+}
+
+/// Step 5 of the file comment on one loop: each iter_arg used only as the
+/// accumulator of one vector.multi_reduction whose result is yielded back
+/// into it is replaced by a vector accumulator of the reduction's source
+/// type. Returns whether the loop changed.
+bool widenReductionAccumulators(RewriterBase &rewriter, scf::ForOp loop) {
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  for (auto [index, arg] : llvm::enumerate(loop.getRegionIterArgs())) {
+    if (!arg.hasOneUse())
+      continue;
+    auto reduction =
+        dyn_cast<vector::MultiDimReductionOp>(*arg.getUsers().begin());
+    if (!reduction || reduction.getAcc() != arg ||
+        !reduction.getResult().hasOneUse() ||
+        yield.getOperand(index) != reduction.getResult())
+      continue;
+    auto sourceType = cast<VectorType>(reduction.getSourceVectorType());
+    TypedAttr neutral =
+        neutralElement(reduction.getKind(), sourceType.getElementType());
+    if (!neutral)
+      continue;
+    Location loc = reduction.getLoc();
+    // The new loop: the old iter_args plus the vector accumulator.
+    rewriter.setInsertionPoint(loop);
+    Value init = arith::ConstantOp::create(
+        rewriter, loc, DenseElementsAttr::get(sourceType, neutral));
+    Value accInit = loop.getInitArgs()[index];
+    auto yieldNew = [&](OpBuilder &b, Location,
+                        ArrayRef<BlockArgument> args) -> SmallVector<Value> {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(reduction);
+      return {vector::makeArithReduction(b, loc, reduction.getKind(),
+                                         reduction.getSource(), args[0])};
+    };
+    FailureOr<LoopLikeOpInterface> widened =
+        loop.replaceWithAdditionalYields(rewriter, init, true, yieldNew);
+    if (failed(widened))
+      return false;
+    auto newLoop = cast<scf::ForOp>(widened->getOperation());
+    // The old accumulator now only passes through: the reduction returns it
+    // unchanged, and the vector accumulator is reduced once after the loop.
+    rewriter.replaceOp(reduction, newLoop.getRegionIterArgs()[index]);
+    rewriter.setInsertionPointAfter(newLoop);
+    Value vacc = newLoop.getResults().back();
+    Value result = vector::MultiDimReductionOp::create(
+        rewriter, loc, accInit.getType(), reduction.getKind(), vacc, accInit,
+        reduction.getReductionDims());
+    rewriter.replaceAllUsesWith(newLoop.getResult(index), result);
+    return true;
+  }
+  return false;
+}
+
+/// Step 6 of the file comment: MLIR's vector lowering patterns, in stages
+/// as upstream's transform-dialect lowering applies them (some stages'
+/// patterns undo each other's forms when mixed in one greedy run).
+LogicalResult lowerVectors(Operation *root) {
+  MLIRContext *context = root->getContext();
+  using Populate = llvm::function_ref<void(RewritePatternSet &)>;
+  auto stage = [&](Populate populate) {
+    RewritePatternSet patterns(context);
+    populate(patterns);
+    return applyPatternsGreedily(root, std::move(patterns));
+  };
+  Populate stages[] = {
+      [](RewritePatternSet &patterns) {
+        vector::populateCastAwayVectorLeadingOneDimPatterns(patterns);
+        // The vector ops' canonicalizations (a multi_reduction over unit
+        // dims becomes elementwise, broadcasts and shape_casts fold).
+        MLIRContext *context = patterns.getContext();
+        for (RegisteredOperationName op : context->getRegisteredOperations())
+          if (op.getDialectNamespace() ==
+              vector::VectorDialect::getDialectNamespace())
+            op.getCanonicalizationPatterns(patterns, context);
+      },
+      [](RewritePatternSet &patterns) {
+        vector::populateVectorContractLoweringPatterns(
+            patterns, vector::VectorContractLowering::OuterProduct);
+        vector::populateVectorOuterProductLoweringPatterns(patterns);
+        vector::populateVectorMultiReductionLoweringPatterns(
+            patterns, vector::VectorMultiReductionLowering::InnerReduction);
+      },
+      [](RewritePatternSet &patterns) {
+        vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
+        vector::populateVectorBroadcastLoweringPatterns(patterns);
+        vector::populateVectorTransposeLoweringPatterns(
+            patterns, vector::VectorTransposeLowering::EltWise);
+      },
+      [](RewritePatternSet &patterns) {
+        vector::populateVectorTransferLoweringPatterns(patterns,
+                                                       /*maxTransferRank=*/1);
+        vector::populateVectorBroadcastLoweringPatterns(patterns);
+        vector::populateVectorShapeCastLoweringPatterns(patterns);
+      },
+  };
+  for (auto [index, populate] : llvm::enumerate(stages))
+    if (failed(stage(populate)))
+      return root->emitError() << "kina-tile-and-vectorize: vector lowering "
+                                  "stage "
+                               << index << " did not converge";
+  return success();
+}
+
+struct TileAndVectorizePass final
+    : impl::TileAndVectorizePassBase<TileAndVectorizePass> {
+  using TileAndVectorizePassBase::TileAndVectorizePassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *context = &getContext();
+    IRRewriter rewriter(context);
+
+    // Steps 1-2.
+    llvm::SmallVector<linalg::LinalgOp> candidates;
+    module.walk([&](linalg::LinalgOp op) {
+      if (isCandidate(op))
+        candidates.push_back(op);
+    });
+    if (candidates.empty())
+      return;
+    for (linalg::LinalgOp op : candidates)
+      (void)tileAndPeel(rewriter, op, vectorBits);
+
+    // Static shapes for the full tiles: constant subview sizes become
+    // static types, the casts fold into the linalg ops.
+    OpPassManager cleanup("builtin.module");
+    cleanup.addPass(createCanonicalizerPass());
+    if (failed(runPipeline(cleanup, module)))
+      return signalPassFailure();
+
+    // Step 3.
+    llvm::SmallVector<linalg::LinalgOp> tiles;
+    module.walk([&](linalg::LinalgOp op) {
+      if (op->hasAttr(kFullTileAttr))
+        tiles.push_back(op);
+    });
+    for (linalg::LinalgOp op : tiles) {
+      op->removeAttr(kFullTileAttr);
+      if (!op.hasPureBufferSemantics() ||
+          !llvm::all_of(op->getOperandTypes(),
+                        [](Type t) {
+                          auto shaped = dyn_cast<ShapedType>(t);
+                          return !shaped || shaped.hasStaticShape();
+                        }) ||
+          failed(linalg::vectorizeOpPrecondition(op)))
+        continue;
+      rewriter.setInsertionPoint(op);
+      // Contractions as vector.contract (lowered to outer products below)
+      // rather than broadcasts and a multi_reduction over the unit k tile.
+      bool contraction = linalg::isaContractionOpInterface(op);
+      if (succeeded(linalg::vectorize(rewriter, op, /*inputVectorSizes=*/{},
+                                      /*inputScalableVecDims=*/{},
+                                      /*vectorizeNDExtract=*/false,
+                                      /*flatten1DDepthwiseConv=*/false,
+                                      /*assumeDynamicDimsMatchVecSizes=*/false,
+                                      /*createNamedContraction=*/contraction)))
+        rewriter.eraseOp(op);
+    }
+
+    // Step 4.
+    OpPassManager fold("builtin.module");
+    fold.addPass(memref::createFoldMemRefAliasOpsPass());
+    fold.addPass(createCanonicalizerPass());
+    if (failed(runPipeline(fold, module)))
+      return signalPassFailure();
+    hoistTileAccumulators(module);
+
+    // Step 5, innermost loops first; each change replaces the loop, so walk
+    // again until nothing changes.
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      module.walk([&](scf::ForOp loop) {
+        if (changed)
+          return WalkResult::interrupt();
+        changed = widenReductionAccumulators(rewriter, loop);
+        return changed ? WalkResult::interrupt() : WalkResult::advance();
+      });
+    }
+
+    // Step 6.
+    if (failed(lowerVectors(module)))
+      return signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace kina
