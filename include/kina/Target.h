@@ -46,6 +46,14 @@ struct TargetOptions {
   /// the generic processor). Used by the driver's opt and llc steps; the
   /// pipeline adds kina-math-approximation only for a processor with FMA.
   std::string mcpu;
+  /// cpu: the object will hold a version of every function per x86-64
+  /// level (cpuMultiversioned: no --mcpu, x86-64, -O1 and above;
+  /// src/driver/Multiversion.cpp).
+  /// The pipeline then generates for the levels that matter for speed
+  /// (x86-64-v3 and -v4) rather than the generic processor: 256-bit vectors
+  /// and kina-math-approximation (its `fma` is an instruction there; in the
+  /// baseline x86-64 version, a libm call).
+  bool multiversioned = false;
   /// cuda: `--gpu-arch`, the SM architecture.
   std::string gpuArch = "sm_90";
   /// cuda: `--cuda-path` (else CUDA_PATH, else /usr/local/cuda).
@@ -116,6 +124,13 @@ public:
 };
 
 /// The registered target named `name`, or nullptr if there is none.
+/// Whether a cpu build at `optLevel` for `mcpu` (empty: none given) is
+/// multiversioned, one version per x86-64 level with a dispatcher per
+/// exported symbol (src/driver/Multiversion.cpp): at -O1 and above, without
+/// --mcpu, when the default target triple (the host's) is x86-64. kinac and
+/// `kina-opt --kina-cpu-pipeline` both decide with this.
+bool cpuMultiversioned(unsigned optLevel, llvm::StringRef mcpu);
+
 const Target *lookupTarget(llvm::StringRef name);
 
 /// Every registered target, in registration order (cpu first).

@@ -161,6 +161,7 @@ std::optional<std::string> Compilation::generate(const std::string &input,
   pipeline.stamp.abiVersion = opts.abiVersion;
   pipeline.stamp.compiler = "kinac " KINA_VERSION;
   pipeline.mcpu = opts.mcpu;
+  pipeline.multiversioned = cpuMultiversioned(opts.optLevel, opts.mcpu);
   pipeline.gpuArch = opts.gpuArch;
   pipeline.cudaPath = opts.cudaPath;
   pipeline.allowTf32 = opts.allowTf32;

@@ -30,6 +30,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "DriverImpl.h"
+#include "kina/Target.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -44,8 +45,6 @@
 #include "llvm/IR/Verifier.h"
 #include "llvm/IRReader/IRReader.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/TargetParser/Host.h"
-#include "llvm/TargetParser/Triple.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/ValueMapper.h"
 
@@ -67,8 +66,7 @@ const std::vector<CpuLevel> &multiversionLevels() {
 }
 
 bool wantsMultiversioning(const DriverOptions &opts) {
-  return opts.target == "cpu" && opts.optLevel > 0 && opts.mcpu.empty() &&
-         Triple(sys::getDefaultTargetTriple()).getArch() == Triple::x86_64;
+  return opts.target == "cpu" && cpuMultiversioned(opts.optLevel, opts.mcpu);
 }
 
 namespace {

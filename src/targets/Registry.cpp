@@ -14,6 +14,9 @@
 #include "mlir/Pass/PassOptions.h"
 #include "mlir/Pass/PassRegistry.h"
 
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
+
 #include <cassert>
 #include <vector>
 
@@ -65,8 +68,9 @@ struct TargetPipelineOptions
       llvm::cl::init("kinac " KINA_VERSION)};
   Option<std::string> mcpu{
       *this, "mcpu",
-      llvm::cl::desc("cpu: the LLVM processor name, kinac's --mcpu (for "
-                     "llc; the MLIR passes do not depend on it)")};
+      llvm::cl::desc("cpu: the LLVM processor name, kinac's --mcpu (vector "
+                     "width, math approximations; empty: multiversioned at "
+                     "opt-level 1 and above on x86-64, as kinac)")};
   Option<std::string> gpuArch{*this, "gpu-arch",
                               llvm::cl::desc("cuda: the SM architecture"),
                               llvm::cl::init("sm_90")};
@@ -93,6 +97,7 @@ struct TargetPipelineOptions
     options.stamp.abiVersion = abiVersion;
     options.stamp.compiler = compiler;
     options.mcpu = mcpu;
+    options.multiversioned = cpuMultiversioned(optLevel, mcpu);
     options.gpuArch = gpuArch;
     options.cudaPath = cudaPath;
     options.allowTf32 = allowTf32;
@@ -103,6 +108,12 @@ struct TargetPipelineOptions
 };
 
 } // namespace
+
+bool cpuMultiversioned(unsigned optLevel, llvm::StringRef mcpu) {
+  return optLevel > 0 && mcpu.empty() &&
+         llvm::Triple(llvm::sys::getDefaultTargetTriple()).getArch() ==
+             llvm::Triple::x86_64;
+}
 
 void registerTarget(std::unique_ptr<Target> target) {
   assert(!lookupTarget(target->name()) && "target registered twice");

@@ -134,7 +134,11 @@ void CpuTarget::buildPipeline(OpPassManager &pm,
   if (optimize) {
     pm.addPass(createMatmulKernelPass(options.tuning));
     TileAndVectorizePassOptions vectorize;
-    vectorize.vectorBits = processorVectorBits(options.mcpu);
+    // Multiversioned: 256 bits, the AVX2 width of x86-64-v3, which -v4
+    // runs as is (LLVM prefers 256-bit vectors on most AVX-512 processors
+    // too) and the baseline version splits into SSE halves.
+    vectorize.vectorBits =
+        options.multiversioned ? 256 : processorVectorBits(options.mcpu);
     pm.addPass(createTileAndVectorizePass(vectorize));
     pm.addPass(createConvertVectorToSCFPass());
   }
@@ -147,7 +151,10 @@ void CpuTarget::buildPipeline(OpPassManager &pm,
     pm.addPass(kina::createCanonicalizerPass());
     pm.addPass(mlir::createCSEPass());
   }
-  if (optimize && processorHasFma(options.mcpu))
+  // Multiversioned: the approximation too, for the -v3 and -v4 versions
+  // (FMA); the baseline version pays a libm `fmaf` per element, the price of
+  // one object running everywhere (docs/integration.md, "Processor levels").
+  if (optimize && (options.multiversioned || processorHasFma(options.mcpu)))
     pm.addPass(createMathApproximationPass());
   // bf16 conversions as integer code: LLVM would call __truncsfbf2, which
   // Debian 12's libgcc lacks (round to nearest even, NaN kept).
