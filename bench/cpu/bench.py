@@ -22,7 +22,8 @@ after a warm-up call, the median of --repeats timed runs of each:
 kinac's programs are compiled with `kinac --emit=shared -O2` twice: with
 the default processor (no --mcpu: the multiversioned object, dispatching
 on this host) and with --mcpu=native; each is a column. With --tuned, a
-third column: the matmul programs built with `--autotune` at one size each
+third column: the matmul, softmax and layer_norm programs built with
+`--autotune` at one size each
 (tuned_flags, TUNE_SHAPES; --autotune-budget seconds each, the choices kept
 in --tuning-cache).
 Each thread count of --threads (default `1,all`) runs in a subprocess of
@@ -90,7 +91,8 @@ ENTRY = {"mlp": "forward"}
 # one build per program serves all its rows, so it is tuned at the size the
 # issue's table leads with.
 TUNE_SHAPES = {"matmul": "M=1024,K=1024,N=1024", "bmm": "B=12,M=1024,K=64,N=1024",
-               "mlp": "N=1797"}
+               "mlp": "N=1797", "softmax": "M=4096,N=4096",
+               "layer_norm": "M=4096,N=4096"}
 
 
 def tuned_flags(program, args):
@@ -664,7 +666,8 @@ def main():
     ap.add_argument("--json", default=os.path.join(
         ROOT, "bench/cpu/results-%s.json" % datetime.date.today()))
     ap.add_argument("--tuned", action="store_true",
-                    help="add the `tuned` column: the matmul programs built "
+                    help="add the `tuned` column: the matmul, softmax and "
+                    "layer_norm programs built "
                     "with kinac --autotune (docs/autotune.md)")
     ap.add_argument("--tuning-cache", default="bench-cpu-tuning.json",
                     help="tuning cache of the tuned column (kept; a second "

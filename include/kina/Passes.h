@@ -130,6 +130,14 @@ std::unique_ptr<mlir::Pass> createCanonicalizerPass();
 std::unique_ptr<mlir::Pass>
 createMatmulKernelPass(std::shared_ptr<const TuningParameters> tuning);
 
+/// kina-tile-and-vectorize with `options` and each op's schedule from
+/// `tuning` (by its tuningKey; kina/Tuning.h, space "cpu.vectorize"): its
+/// `vbits` (0: options.vectorBits) and `vectors` (vectors per tile); the
+/// option alone for an op it lacks or when it is null. Shares ownership.
+std::unique_ptr<mlir::Pass>
+createTileAndVectorizePass(const TileAndVectorizePassOptions &options,
+                           std::shared_ptr<const TuningParameters> tuning);
+
 /// Name of the runtime's host (CPU target) allocation function.
 inline constexpr const char *kHostAllocFunction =
     "_mlir_ciface_runtime_host_alloc_unranked";

@@ -16,6 +16,12 @@
 //    linalg.matmul; mc, kc (the BLIS row and reduction blocks, elements),
 //    mr (rows of the register tile), nv (vectors per column panel), vbits
 //    (vector width, bits), ku (unroll of the innermost k loop).
+//  - "cpu.vectorize" (kina-tile-and-vectorize,
+//    src/passes/TileAndVectorize.cpp): per Kina statement computing a
+//    reduction (reduce_*, softmax, layer_norm, ...: every linalg op it
+//    lowers to shares the key `reduction@<line>:<col>`); vbits (vector
+//    width, bits; 0: the processor's), vectors (vectors per tile of the
+//    vectorised loop, i.e. independent accumulators of a row reduction).
 //  - "cuda.elementwise" (kina-gpu-map-elementwise): per kernel class, one
 //    entry for the module; block (threads per block).
 // Another pass takes tuned parameters by adding its space to allSpaces()
@@ -97,6 +103,13 @@ const ScheduleSpace *lookupSpace(llvm::StringRef name);
 /// across the pipeline's passes, which keep an op's location; empty when
 /// the op has no file location.
 std::string tuningKey(mlir::Operation *op);
+/// The same key with `kind` in place of the op's name: the key of a Kina
+/// statement whose several ops share one schedule (`reduction@4:8` for
+/// every linalg op that softmax at 4:8 lowers to, fills included).
+std::string tuningKey(mlir::Operation *op, llvm::StringRef kind);
+
+/// The kind of the "cpu.vectorize" keys: `reduction@<line>:<col>`.
+inline constexpr const char *kVectorizeKeyKind = "reduction";
 
 /// Schedules by key (tuningKey for ops, "cuda.elementwise" for a kernel
 /// class), as a target's pipeline receives them. Empty: every pass uses

@@ -342,7 +342,9 @@ struct TuningIdentity {
 
 /// The tunable ops of `module` (MLIRGen's output, linalg on tensors) for
 /// opts' target: cpu, each f32/f64 linalg.matmul of rank 2 (space
-/// "cpu.matmul"); cuda, the kernel class "cuda.elementwise". `ast` gives
+/// "cpu.matmul") and each Kina statement computing a reduction (its first
+/// linalg.generic with a reduction loop; space "cpu.vectorize"); cuda, the
+/// kernel class "cuda.elementwise". `ast` gives
 /// the functions' signatures (exported or not, symbolic dims).
 std::vector<TunableOp> findTunables(mlir::ModuleOp module, const Module &ast,
                                     const DriverOptions &opts);

@@ -248,38 +248,66 @@ std::vector<TunableOp> findTunables(mlir::ModuleOp module, const Module &ast,
     ops.push_back(op);
     return ops;
   }
-  module.walk([&](mlir::linalg::MatmulOp matmul) {
-    auto resultType =
-        dyn_cast<mlir::ShapedType>(matmul.getDpsInits()[0].getType());
-    if (!resultType || resultType.getRank() != 2 ||
-        !(resultType.getElementType().isF32() ||
-          resultType.getElementType().isF64()))
+  // The function holding `op`: its name, whether it is exported, and the
+  // symbolic dims of its arguments.
+  auto describeFunction = [&](mlir::Operation *op, TunableOp &tunable) {
+    auto fn = op->getParentOfType<mlir::func::FuncOp>();
+    if (!fn)
       return;
-    TunableOp op;
-    op.key = tuningKey(matmul);
-    if (op.key.empty())
+    StringRef name = fn.getSymName();
+    name.consume_front(opts.symbolPrefix);
+    tunable.function = name.str();
+    const Function *f = ast.lookup(tunable.function);
+    if (!f)
       return;
-    op.space = "cpu.matmul";
-    op.dtype = typeText(resultType.getElementType());
-    for (mlir::Value operand : matmul.getDpsInputs())
-      op.shapes +=
-          (op.shapes.empty() ? "" : ", ") + typeText(operand.getType());
-    if (auto fn = matmul->getParentOfType<mlir::func::FuncOp>()) {
-      StringRef name = fn.getSymName();
-      name.consume_front(opts.symbolPrefix);
-      op.function = name.str();
-      if (const Function *f = ast.lookup(op.function)) {
-        op.exported = !f->isPrivate;
-        std::set<std::string> symbols;
-        for (const Param &p : f->params)
-          for (const Dim &d : p.type.dims) {
-            if (d.kind == Dim::Symbolic)
-              symbols.insert(d.symbol);
-            op.unnamedDims |= d.kind == Dim::Dynamic;
-          }
-        op.symbols.assign(symbols.begin(), symbols.end());
+    tunable.exported = !f->isPrivate;
+    std::set<std::string> symbols;
+    for (const Param &p : f->params)
+      for (const Dim &d : p.type.dims) {
+        if (d.kind == Dim::Symbolic)
+          symbols.insert(d.symbol);
+        tunable.unnamedDims |= d.kind == Dim::Dynamic;
       }
+    tunable.symbols.assign(symbols.begin(), symbols.end());
+  };
+  auto operandTypes = [](mlir::ValueRange operands) {
+    std::string shapes;
+    for (mlir::Value operand : operands)
+      shapes += (shapes.empty() ? "" : ", ") + typeText(operand.getType());
+    return shapes;
+  };
+  module.walk([&](mlir::Operation *each) {
+    TunableOp op;
+    if (auto matmul = dyn_cast<mlir::linalg::MatmulOp>(each)) {
+      auto resultType =
+          dyn_cast<mlir::ShapedType>(matmul.getDpsInits()[0].getType());
+      if (!resultType || resultType.getRank() != 2 ||
+          !(resultType.getElementType().isF32() ||
+            resultType.getElementType().isF64()))
+        return;
+      op.space = "cpu.matmul";
+      op.dtype = typeText(resultType.getElementType());
+      op.shapes = operandTypes(matmul.getDpsInputs());
+    } else if (auto generic = dyn_cast<mlir::linalg::GenericOp>(each)) {
+      // A reduction (reduce_*, or a step of softmax, layer_norm, ...): the
+      // first of its statement's generics stands for the statement, whose
+      // generics share the key (kina-tile-and-vectorize).
+      if (generic.getNumReductionLoops() == 0 || generic.getDpsInputs().empty())
+        return;
+      op.space = "cpu.vectorize";
+      op.dtype = typeText(
+          mlir::getElementTypeOrSelf(generic.getDpsInputs()[0].getType()));
+      op.shapes = operandTypes(generic.getDpsInputs());
+    } else {
+      return;
     }
+    op.key = op.space == "cpu.vectorize" ? tuningKey(each, kVectorizeKeyKind)
+                                         : tuningKey(each);
+    if (op.key.empty() || llvm::any_of(ops, [&](const TunableOp &other) {
+          return other.key == op.key;
+        }))
+      return;
+    describeFunction(each, op);
     ops.push_back(op);
   });
   return ops;

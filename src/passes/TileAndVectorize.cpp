@@ -8,7 +8,9 @@
 //
 //  1. tiling (scf::tileUsingSCF): the "vector dim" (the loop that most
 //     operands read or write contiguously, the innermost on a tie) in tiles
-//     of one register (`vector-bits` / the widest element), every other loop
+//     of one register (`vector-bits` / the widest element; a tuned
+//     "cpu.vectorize" schedule of the op's Kina statement, kina/Tuning.h,
+//     may give another width and several registers per tile), every other loop
 //     in tiles of 1. So an elementwise chain (one fused linalg.generic) is
 //     one loop nest over full rows of vectors; a row reduction (softmax's
 //     max and sum, layer_norm's mean and variance) walks its row one vector
@@ -137,11 +139,13 @@ unsigned vectorDim(linalg::LinalgOp op) {
 }
 
 /// Tiles `op` (steps 1 and 2 of the file comment) and marks its full tiles
-/// with kFullTileAttr. Leaves `op` alone when its vector dim is statically
-/// shorter than one vector.
+/// with kFullTileAttr: the vector dim in tiles of `vectors` registers of
+/// `vectorBits` bits. Leaves `op` alone when its vector dim is statically
+/// shorter than one tile.
 LogicalResult tileAndPeel(RewriterBase &rewriter, linalg::LinalgOp op,
-                          unsigned vectorBits) {
-  unsigned lanes = std::max(1u, vectorBits / widestElementBits(op));
+                          unsigned vectorBits, unsigned vectors) {
+  unsigned lanes =
+      std::max(1u, vectorBits / widestElementBits(op)) * std::max(1u, vectors);
   unsigned dim = vectorDim(op);
   llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (!ShapedType::isDynamic(ranges[dim]) && ranges[dim] < int64_t(lanes))
@@ -323,6 +327,9 @@ LogicalResult lowerVectors(Operation *root) {
 struct TileAndVectorizePass final
     : impl::TileAndVectorizePassBase<TileAndVectorizePass> {
   using TileAndVectorizePassBase::TileAndVectorizePassBase;
+  TileAndVectorizePass(const TileAndVectorizePassOptions &options,
+                       std::shared_ptr<const TuningParameters> tuning)
+      : TileAndVectorizePassBase(options), tuning(std::move(tuning)) {}
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -337,8 +344,15 @@ struct TileAndVectorizePass final
     });
     if (candidates.empty())
       return;
-    for (linalg::LinalgOp op : candidates)
-      (void)tileAndPeel(rewriter, op, vectorBits);
+    for (linalg::LinalgOp op : candidates) {
+      // The op's "cpu.vectorize" schedule (kina/Tuning.h), if tuned.
+      // Keyed by the Kina statement: all its ops share the schedule.
+      const Schedule *s =
+          tuning ? tuning->lookup(tuningKey(op, kVectorizeKeyKind)) : nullptr;
+      int64_t bits = s ? s->get("vbits", 0) : 0;
+      (void)tileAndPeel(rewriter, op, bits > 0 ? unsigned(bits) : vectorBits,
+                        s ? unsigned(s->get("vectors", 1)) : 1u);
+    }
 
     // Static shapes for the full tiles: constant subview sizes become
     // static types, the casts fold into the linalg ops.
@@ -401,7 +415,17 @@ struct TileAndVectorizePass final
     if (failed(lowerVectors(module)))
       return signalPassFailure();
   }
+
+private:
+  std::shared_ptr<const TuningParameters> tuning;
 };
 
 } // namespace
+
+std::unique_ptr<Pass>
+createTileAndVectorizePass(const TileAndVectorizePassOptions &options,
+                           std::shared_ptr<const TuningParameters> tuning) {
+  return std::make_unique<TileAndVectorizePass>(options, std::move(tuning));
+}
+
 } // namespace kina

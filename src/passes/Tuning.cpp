@@ -68,6 +68,19 @@ llvm::ArrayRef<ScheduleSpace> allSpaces() {
         {"mc", 256, {64, 128, 256, 512}, 1, "rows of A per block (BLIS MC)"},
         {"kc", 256, {128, 256, 512}, 1, "reduction block (BLIS KC)"},
         {"ku", 1, {1, 2, 4}, 2, "unroll factor of the innermost k loop"}}},
+      {"cpu.vectorize",
+       1,
+       {{"vbits",
+         0,
+         {0, 128, 256, 512},
+         0,
+         "vector width in bits (0: the processor's, the pass option)"},
+        {"vectors",
+         1,
+         {1, 2, 4},
+         0,
+         "vectors per tile of the vector dim (independent accumulators of "
+         "a reduction)"}}},
       {"cuda.elementwise",
        1,
        {{"block", 256, {64, 128, 256, 512, 1024}, 0, "threads per block"}}},
@@ -101,10 +114,13 @@ FileLineColLoc firstFileLoc(Location loc) {
 } // namespace
 
 std::string tuningKey(Operation *op) {
+  return tuningKey(op, op->getName().stripDialect());
+}
+
+std::string tuningKey(Operation *op, llvm::StringRef kind) {
   FileLineColLoc loc = firstFileLoc(op->getLoc());
   if (!loc)
     return "";
-  llvm::StringRef kind = op->getName().stripDialect();
   return kind.str() + "@" + std::to_string(loc.getLine()) + ":" +
          std::to_string(loc.getColumn());
 }

@@ -139,7 +139,7 @@ void CpuTarget::buildPipeline(OpPassManager &pm,
     // too) and the baseline version splits into SSE halves.
     vectorize.vectorBits =
         options.multiversioned ? 256 : processorVectorBits(options.mcpu);
-    pm.addPass(createTileAndVectorizePass(vectorize));
+    pm.addPass(createTileAndVectorizePass(vectorize, options.tuning));
     pm.addPass(createConvertVectorToSCFPass());
   }
   pm.addPass(createConvertLinalgToLoopsPass());
