@@ -256,6 +256,16 @@ int runKinaRun(const Options &opts) {
   // --target=cuda: the arguments go to CUDA managed memory, allocated by the
   // library's runtime (so its registry and device selection apply).
   std::vector<void *> deviceInputs;
+  // A failed call of the entry: its status and the runtime's message on
+  // stderr; the exit code is the status where it fits in one (1-255).
+  auto entryFailed = [&](int32_t status) {
+    std::string message = module.lastError();
+    error(fn->entry + " returned " + std::to_string(status) + " (" +
+          module.statusName(status) + ")" +
+          (message.empty() ? "" : ": " + message));
+    return status > 0 && status < 256 ? int(status)
+                                      : int(KINA_STATUS_INTERNAL_ERROR);
+  };
   auto freeDeviceInputs = [&] {
     for (void *p : deviceInputs)
       module.runtimeFree(p);
@@ -320,13 +330,8 @@ int runKinaRun(const Options &opts) {
         },
         opts.warmup, opts.repeat, opts.maxSeconds, times);
     freeDeviceInputs();
-    if (status != KINA_STATUS_SUCCESS) {
-      std::string message = module.lastError();
-      error(fn->entry + " returned " + std::to_string(status) + " (" +
-            module.statusName(status) + ")" +
-            (message.empty() ? "" : ": " + message));
-      return status > 0 && status < 256 ? status : KINA_STATUS_INTERNAL_ERROR;
-    }
+    if (status != KINA_STATUS_SUCCESS)
+      return entryFailed(status);
     double best = *std::min_element(times.begin(), times.end());
     std::printf("{\"function\": \"%s\", \"median_s\": %.9g, \"min_s\": "
                 "%.9g, \"runs\": %zu}\n",
@@ -336,13 +341,8 @@ int runKinaRun(const Options &opts) {
 
   int32_t status = module.callEntry(entry, pointers);
   freeDeviceInputs();
-  if (status != KINA_STATUS_SUCCESS) {
-    std::string message = module.lastError();
-    error(fn->entry + " returned " + std::to_string(status) + " (" +
-          module.statusName(status) + ")" +
-          (message.empty() ? "" : ": " + message));
-    return status > 0 && status < 256 ? status : KINA_STATUS_INTERNAL_ERROR;
-  }
+  if (status != KINA_STATUS_SUCCESS)
+    return entryFailed(status);
 
   // Results: write each, then free every distinct buffer once.
   int rc = 0;
