@@ -29,6 +29,7 @@
 //===----------------------------------------------------------------------===//
 #include "kina/runtime.h"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -166,10 +167,29 @@ private:
 };
 
 /// The process's pool, made on first use and never destroyed (its workers
-/// sleep until the process exits).
+/// sleep until the process exits). A child made by fork has none of the
+/// parent's workers: it starts a fresh pool (the parent's, whose mutexes
+/// another thread may have held at the fork, is abandoned).
+std::atomic<Pool *> instance{nullptr};
+
+void forgetPoolInChild() { instance.store(nullptr); }
+
 Pool &pool() {
-  static Pool *instance = new Pool();
-  return *instance;
+  static const bool registered = [] {
+    pthread_atfork(nullptr, nullptr, forgetPoolInChild);
+    return true;
+  }();
+  (void)registered;
+  Pool *current = instance.load(std::memory_order_acquire);
+  if (!current) {
+    Pool *fresh = new Pool();
+    if (instance.compare_exchange_strong(current, fresh,
+                                         std::memory_order_acq_rel))
+      current = fresh;
+    else
+      delete fresh; // another thread made it first
+  }
+  return *current;
 }
 
 } // namespace

@@ -5,7 +5,8 @@
 // iteration runs exactly once, in contiguous pieces on distinct threads,
 // small loops stay on the caller, concurrent callers and a nested call each
 // get their whole loop done, and KINA_NUM_THREADS sets the thread count
-// (child processes, as the count is read once per process). The suite runs
+// (child processes, as the count is read once per process), and a child
+// made by fork gets a pool of its own. The suite runs
 // with KINA_NUM_THREADS=4 (set before the pool's first use) so it splits on
 // any machine; the same tests run against the sanitized runtimes (TSAN:
 // runtime.tsan).
@@ -14,6 +15,9 @@
 #include "kina/runtime.h"
 
 #include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -169,6 +173,28 @@ TEST(ParallelEnv, OneThreadNeverSplits) {
         kina_rt_parallel_for(1000, kBig, &Coverage::body, &cov);
         bool ok = kina_rt_num_threads() == 1 && cov.eachOnce() &&
                   cov.pieces.size() == 1 && kina_rt_parallel_regions() == 0;
+        std::exit(ok ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST(ParallelEnv, ForkedChildGetsItsOwnPool) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("KINA_NUM_THREADS", "3", 1);
+        Coverage first(300);
+        kina_rt_parallel_for(300, kBig, &Coverage::body, &first);
+        pid_t child = fork();
+        if (child == 0) {
+          Coverage cov(300);
+          kina_rt_parallel_for(300, kBig, &Coverage::body, &cov);
+          _exit(cov.eachOnce() && cov.threads.size() == 3 ? 0 : 1);
+        }
+        int status = 0;
+        waitpid(child, &status, 0);
+        bool ok =
+            first.eachOnce() && WIFEXITED(status) && WEXITSTATUS(status) == 0;
         std::exit(ok ? 0 : 1);
       },
       ::testing::ExitedWithCode(0), "");
