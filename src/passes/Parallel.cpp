@@ -172,13 +172,12 @@ LogicalResult outlineParallelLoop(RewriterBase &rewriter, scf::ForOp loop,
   Value ub = map.lookup(loop.getUpperBound());
   Value step = map.lookup(loop.getStep());
   auto ivOf = [&](Value iteration) {
-    return arith::AddIOp::create(
-        rewriter, loc, lb,
-        arith::MulIOp::create(rewriter, loc, iteration, step));
+    return rewriter.createOrFold<arith::AddIOp>(
+        loc, lb, rewriter.createOrFold<arith::MulIOp>(loc, iteration, step));
   };
   Value first = ivOf(entry->getArgument(0));
-  Value last =
-      arith::MinSIOp::create(rewriter, loc, ivOf(entry->getArgument(1)), ub);
+  Value last = rewriter.createOrFold<arith::MinSIOp>(
+      loc, ivOf(entry->getArgument(1)), ub);
   auto piece = cast<scf::ForOp>(rewriter.clone(*loop, map));
   piece->removeAttr(kParallelLoopAttr);
   piece.setLowerBound(first);

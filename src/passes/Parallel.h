@@ -53,7 +53,9 @@ mlir::LogicalResult outlineParallelLoop(mlir::RewriterBase &rewriter,
 /// times the sum of its nested loops' estimates, an innermost loop's
 /// extent (ub - lb); a bound computed inside the loop from values defined
 /// outside it is recomputed before it, one that depends on an induction
-/// variable counts as 1.
+/// variable counts as 1. It never over-counts: an innermost loop whose
+/// body is straight-line vector code over a whole short row (a static row
+/// of one vector or two) counts one per row.
 void outlineMarkedLoops(mlir::RewriterBase &rewriter, mlir::ModuleOp module);
 
 } // namespace kina
