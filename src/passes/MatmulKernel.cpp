@@ -26,6 +26,16 @@
 // symbolic sizes need nothing more. The packed panel (KC x nv*VL
 // elements, 16 KiB by default) is a stack buffer of the function.
 //
+// Threads: unless the work (M*N*K/16 cost units) is a constant below
+// kMinParallelCost (src/passes/Parallel.h), the nest above runs once per
+// column slab of C, slabs = kina_rt_parallel_threads(panels, cost) (the
+// threads the runtime will use), each slab a whole number of panels wide
+// (the last one takes the columns left, with its 1-vector and masked
+// groups), with its own packed panel; the loop over slabs is outlined and
+// run by kina_rt_parallel_for, one slab per thread. A slab's columns are
+// summed exactly as with one slab, so the result does not depend on the
+// thread count.
+//
 // The schedule (VL, MR, nv, MC, KC and the unroll of the k loop) is the
 // space "cpu.matmul" of kina/Tuning.h: its defaults unless the pipeline's
 // TuningParameters hold a schedule for the matmul's key (tuningKey, the
