@@ -247,6 +247,24 @@ def LowerToLLVMPass : Pass<"kina-lower-to-llvm", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 
+def ParallelCallsPass : Pass<"kina-parallel-calls", "mlir::ModuleOp"> {
+  let summary = "Run outlined parallel loops on the runtime's thread pool";
+  let description = [{
+    On the LLVM-dialect module: each `llvm.func` marked
+    `kina.parallel_body` (a loop outlined by kina-tile-and-vectorize or
+    kina-matmul-kernel, src/passes/Parallel.cpp; arguments: first and end
+    iteration, cost, captured values) becomes internal and gets an internal
+    task `<name>_task(ptr ctx, i64 lo, i64 hi)` that loads the captured
+    values from `ctx` and calls it; each call `body(0, n, cost, values...)`
+    becomes: the values stored in a stack struct, then
+    `kina_rt_parallel_for(n, cost, task, &struct)` (libkina_runtime.a,
+    runtime/Parallel.cpp), which splits [0, n) across threads or runs it on
+    the caller when the work is small. The cpu target's last pass at -O1
+    and above.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 def InternalizePass : Pass<"kina-internalize", "mlir::ModuleOp"> {
   let summary = "Give the implementation functions internal linkage";
   let description = [{

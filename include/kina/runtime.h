@@ -422,6 +422,42 @@ void mgpuSetDefaultDevice(int32_t device);
  *  first call to pick the version to run (docs/integration.md). */
 int32_t kina_rt_cpu_level(void);
 
+/** A piece of a parallel loop: runs iterations [lo, hi) of the loop whose
+ *  state `ctx` points to (0 <= lo < hi <= n of kina_rt_parallel_for). */
+typedef void (*kina_rt_parallel_fn)(void *ctx, int64_t lo, int64_t hi);
+
+/** Runs iterations [0, n) of a loop whose iterations are independent, split
+ *  into contiguous pieces [n*t/p, n*(t+1)/p), t = 0..p-1, one per thread of
+ *  the runtime's persistent pool (the caller runs piece 0 and returns when
+ *  every piece is done). p = kina_rt_parallel_threads(n, cost). `cost` is
+ *  the loop's estimated work in units of about one element of a streaming
+ *  vector loop (kinac passes the elements for elementwise, reduction and
+ *  normalisation loops, M*N*K/16 for a matmul); p = 1 (fn(ctx, 0, n) on
+ *  the calling thread, no other thread woken) when the work is below two
+ *  grains (docs/integration.md, "Threads"). Thread-safe: the pool runs one
+ *  loop at a time, a call made while it is busy (a second caller thread, or
+ *  fn itself calling this) runs its whole loop on its own thread. n <= 0
+ *  does nothing. Code kinac compiles at -O1 and above calls it; it is not
+ *  meant for user code but may be called (fn must not throw). */
+void kina_rt_parallel_for(int64_t n, int64_t cost, kina_rt_parallel_fn fn,
+                          void *ctx);
+
+/** The pieces kina_rt_parallel_for(n, cost, ...) splits into when the pool
+ *  is free: min(kina_rt_num_threads(), n, cost / grain), at least 1, with
+ *  a grain of 65536 cost units. kinac's matmul asks it to cut the columns
+ *  into as many slabs as threads will run them. */
+int64_t kina_rt_parallel_threads(int64_t n, int64_t cost);
+
+/** The threads the pool uses at most: $KINA_NUM_THREADS when it is a whole
+ *  number from 1 to 1024, else (unset, empty, or invalid: ignored with a
+ *  warning on stderr) the CPUs this process may run on (sched_getaffinity),
+ *  read once, at the first call of any kina_rt_parallel_* function. */
+int32_t kina_rt_num_threads(void);
+
+/** How many kina_rt_parallel_for calls since the process started ran on
+ *  more than one thread (tests and tools checking that work was split). */
+uint64_t kina_rt_parallel_regions(void);
+
 /** The version of kinac this runtime was built with ("0.1.0"): the same
  *  string as `kinac --version` prints. Static storage; never null. */
 const char *kina_runtime_version(void);

@@ -26,6 +26,16 @@
 // symbolic sizes need nothing more. The packed panel (KC x nv*VL
 // elements, 16 KiB by default) is a stack buffer of the function.
 //
+// Threads: unless the work (M*N*K/16 cost units) is a constant below
+// kMinParallelCost (src/passes/Parallel.h), the nest above runs once per
+// column slab of C, slabs = kina_rt_parallel_threads(panels, cost) (the
+// threads the runtime will use), each slab a whole number of panels wide
+// (the last one takes the columns left, with its 1-vector and masked
+// groups), with its own packed panel; the loop over slabs is outlined and
+// run by kina_rt_parallel_for, one slab per thread. A slab's columns are
+// summed exactly as with one slab, so the result does not depend on the
+// thread count.
+//
 // The schedule (VL, MR, nv, MC, KC and the unroll of the k loop) is the
 // space "cpu.matmul" of kina/Tuning.h: its defaults unless the pipeline's
 // TuningParameters hold a schedule for the matmul's key (tuningKey, the
@@ -40,10 +50,12 @@
 // bits; docs/tolerances.md).
 //
 //===----------------------------------------------------------------------===//
+#include "Parallel.h"
 #include "kina/Passes.h"
 #include "kina/Tuning.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -221,7 +233,7 @@ void emitPanels(OpBuilder &b, Location loc, const Matmul &mm,
       [&](OpBuilder &b, Location loc, Value j0, ValueRange) {
         Value mask;
         if (cols.masked) {
-          // lane < n - j0, as i64 compares (vector.create_mask would need
+          // lane < colHi - j0, as i64 compares (vector.create_mask would need
           // its own lowering patterns before the LLVM conversion).
           auto laneTy = VectorType::get({vl}, b.getI64Type());
           SmallVector<int64_t> lanes;
@@ -231,7 +243,8 @@ void emitPanels(OpBuilder &b, Location loc, const Matmul &mm,
               b, loc, laneTy,
               DenseElementsAttr::get(laneTy, ArrayRef<int64_t>(lanes)));
           Value left = arith::IndexCastOp::create(
-              b, loc, b.getI64Type(), arith::SubIOp::create(b, loc, mm.n, j0));
+              b, loc, b.getI64Type(),
+              arith::SubIOp::create(b, loc, cols.colHi, j0));
           mask = arith::CmpIOp::create(
               b, loc, arith::CmpIPredicate::slt, laneIds,
               vector::BroadcastOp::create(b, loc, laneTy, left));
@@ -261,47 +274,28 @@ void emitPanels(OpBuilder &b, Location loc, const Matmul &mm,
       });
 }
 
-/// Rewrites `op` into blocked kernel loops; leaves matmuls the kernel does
-/// not cover untouched.
-void rewriteMatmul(linalg::MatmulOp op, const TuningParameters *tuning) {
-  if (!op.hasPureBufferSemantics() || op.hasUserDefinedMaps() ||
-      op.getDpsInputs().size() != 2 || op.getDpsInits().size() != 1)
-    return;
-  Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1];
-  Value c = op.getDpsInits()[0];
-  Type elem = cast<MemRefType>(c.getType()).getElementType();
-  if (!elem.isF32() && !elem.isF64())
-    return;
-  if (!isPlainMatrix(a, elem) || !isPlainMatrix(bm, elem) ||
-      !isPlainMatrix(c, elem))
-    return;
-
-  OpBuilder b(op);
-  Location loc = op.getLoc();
-  MatmulSchedule schedule =
-      MatmulSchedule::from(tuning ? tuning->lookup(op) : nullptr);
-  int64_t blockK = schedule.blockK, blockM = schedule.blockM;
-  int64_t vl = schedule.vectorBits / elem.getIntOrFloatBitWidth();
-  int64_t nv = schedule.panel;
-  // The packed panel lives on the stack: matmuls sit in a function's body
-  // (Kina has no loops), so the alloca is made once per call.
-  auto packedTy = MemRefType::get({blockK, nv * vl}, elem);
-  Matmul mm{a,
-            bm,
-            c,
-            memref::DimOp::create(b, loc, a, 0),
-            memref::DimOp::create(b, loc, bm, 1),
-            memref::DimOp::create(b, loc, a, 1),
-            VectorType::get({vl}, elem),
-            memref::AllocaOp::create(b, loc, packedTy, b.getI64IntegerAttr(64)),
-            schedule};
-  // Column groups: [0, nw) in panels of nv vectors, [nw, n1) of 1 vector,
-  // [n1, n) the masked rest (one panel when not empty).
-  Value nw = roundDown(b, loc, mm.n, nv * vl);
-  Value n1 = roundDown(b, loc, mm.n, vl);
+/// Emits the blocked kernel for the columns [colLo, colHi) of C (colLo a
+/// multiple of the panel width), with its own packed panel:
+/// K blocks, then blocks of rows, then the panels of the column groups:
+/// [colLo, nw) in panels of nv vectors, [nw, n1) of 1 vector, [n1, colHi)
+/// the masked rest (one panel when not empty).
+void emitKernel(OpBuilder &b, Location loc, Matmul mm, Value colLo,
+                Value colHi) {
+  int64_t blockK = mm.schedule.blockK, blockM = mm.schedule.blockM;
+  int64_t vl = mm.vecTy.getNumElements();
+  int64_t nv = mm.schedule.panel;
+  // The packed panel lives on the stack, once per call (Kina has no loops;
+  // an outlined slab loop hoists it out of its loop: Parallel.h).
+  auto packedTy = MemRefType::get({blockK, nv * vl}, mm.vecTy.getElementType());
+  mm.packed =
+      memref::AllocaOp::create(b, loc, packedTy, b.getI64IntegerAttr(64));
+  Value width = arith::SubIOp::create(b, loc, colHi, colLo);
+  Value nw =
+      arith::AddIOp::create(b, loc, colLo, roundDown(b, loc, width, nv * vl));
+  Value n1 = arith::AddIOp::create(b, loc, colLo, roundDown(b, loc, width, vl));
   Value zero = indexConst(b, loc, 0);
   Columns groups[] = {
-      {zero, nw, nv, false}, {nw, n1, 1, false}, {n1, mm.n, 1, true}};
+      {colLo, nw, nv, false}, {nw, n1, 1, false}, {n1, colHi, 1, true}};
   scf::ForOp::create(
       b, loc, zero, mm.k, indexConst(b, loc, blockK), ValueRange{},
       [&](OpBuilder &b, Location loc, Value kLo, ValueRange) {
@@ -323,6 +317,98 @@ void rewriteMatmul(linalg::MatmulOp op, const TuningParameters *tuning) {
             });
         scf::YieldOp::create(b, loc);
       });
+}
+
+/// kina_rt_parallel_threads(n, cost) (kina/runtime.h) as an index, its
+/// declaration added to `module` when missing.
+Value threadsFor(OpBuilder &b, Location loc, ModuleOp module, Value n,
+                 Value cost) {
+  constexpr llvm::StringLiteral name = "kina_rt_parallel_threads";
+  Type i64 = b.getI64Type();
+  auto fn = module.lookupSymbol<func::FuncOp>(name);
+  if (!fn) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(module.getBody());
+    fn = func::FuncOp::create(b, loc, name,
+                              b.getFunctionType({i64, i64}, {i64}));
+    fn.setPrivate();
+  }
+  auto toI64 = [&](Value v) {
+    return arith::IndexCastOp::create(b, loc, i64, v);
+  };
+  Value threads =
+      func::CallOp::create(b, loc, fn, ValueRange{toI64(n), toI64(cost)})
+          .getResult(0);
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), threads);
+}
+
+/// Rewrites `op` into blocked kernel loops; leaves matmuls the kernel does
+/// not cover untouched.
+void rewriteMatmul(linalg::MatmulOp op, const TuningParameters *tuning) {
+  if (!op.hasPureBufferSemantics() || op.hasUserDefinedMaps() ||
+      op.getDpsInputs().size() != 2 || op.getDpsInits().size() != 1)
+    return;
+  Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1];
+  Value c = op.getDpsInits()[0];
+  Type elem = cast<MemRefType>(c.getType()).getElementType();
+  if (!elem.isF32() && !elem.isF64())
+    return;
+  if (!isPlainMatrix(a, elem) || !isPlainMatrix(bm, elem) ||
+      !isPlainMatrix(c, elem))
+    return;
+
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  MatmulSchedule schedule =
+      MatmulSchedule::from(tuning ? tuning->lookup(op) : nullptr);
+  int64_t vl = schedule.vectorBits / elem.getIntOrFloatBitWidth();
+  int64_t w = schedule.panel * vl;
+  Matmul mm{a,
+            bm,
+            c,
+            b.createOrFold<memref::DimOp>(loc, a, 0),
+            b.createOrFold<memref::DimOp>(loc, bm, 1),
+            b.createOrFold<memref::DimOp>(loc, a, 1),
+            VectorType::get({vl}, elem),
+            Value(),
+            schedule};
+  // The work, M*N*K/16 cost units (kina_rt_parallel_for: a multiply-add
+  // of a vector lane costs about a sixteenth of an element of a streaming
+  // loop). A constant below kMinParallelCost: one slab, no runtime call.
+  Value cost = b.createOrFold<arith::DivUIOp>(
+      loc,
+      b.createOrFold<arith::MulIOp>(
+          loc, b.createOrFold<arith::MulIOp>(loc, mm.m, mm.n), mm.k),
+      indexConst(b, loc, 16));
+  std::optional<int64_t> knownCost = getConstantIntValue(cost);
+  if (knownCost && *knownCost < kMinParallelCost) {
+    emitKernel(b, loc, mm, indexConst(b, loc, 0), mm.n);
+    op.erase();
+    return;
+  }
+  // Column slabs of whole panels, one per thread that will run
+  // (kina_rt_parallel_threads), each with its own packed panel; the slab
+  // loop runs on the thread pool (src/passes/Parallel.cpp). Each element
+  // of C is still summed over k in increasing order by one thread.
+  Value panels =
+      b.createOrFold<arith::CeilDivUIOp>(loc, mm.n, indexConst(b, loc, w));
+  Value slabs =
+      threadsFor(b, loc, op->getParentOfType<ModuleOp>(), panels, cost);
+  Value slabWidth = arith::MulIOp::create(
+      b, loc, arith::CeilDivUIOp::create(b, loc, panels, slabs),
+      indexConst(b, loc, w));
+  auto slabLoop = scf::ForOp::create(
+      b, loc, indexConst(b, loc, 0), slabs, indexConst(b, loc, 1), ValueRange{},
+      [&](OpBuilder &b, Location loc, Value s, ValueRange) {
+        Value colLo = arith::MulIOp::create(b, loc, s, slabWidth);
+        Value colHi = arith::MinUIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, colLo, slabWidth), mm.n);
+        emitKernel(b, loc, mm, colLo, colHi);
+        scf::YieldOp::create(b, loc);
+      });
+  // Left a sequential loop (still correct) if outlining fails.
+  IRRewriter rewriter(b);
+  (void)outlineParallelLoop(rewriter, slabLoop, cost);
   op.erase();
 }
 

@@ -38,7 +38,12 @@
 //     multi_reduction to vector.reduction, contraction to outer products,
 //     transfer permutations to broadcasts/transposes, 1-D transfers to
 //     vector.load/store). n-D transfers left over go through
-//     convert-vector-to-scf in the cpu pipeline.
+//     convert-vector-to-scf in the cpu pipeline;
+//  7. the outermost loop of each nest, when it is a parallel loop of the op
+//     (never a reduction: a row's sum keeps its order whatever the thread
+//     count), outlined for the runtime's thread pool (src/passes/
+//     Parallel.cpp; kina-parallel-calls makes it a kina_rt_parallel_for
+//     call), unless its work is a constant below kMinParallelCost.
 //
 // On the bufferized module after kina-matmul-kernel (whose f32/f64
 // linalg.matmul are gone by then) and after kina-entry-points, so the
@@ -48,6 +53,7 @@
 // (512 with AVX-512, 256 with AVX, 128 otherwise).
 //
 //===----------------------------------------------------------------------===//
+#include "Parallel.h"
 #include "kina/Passes.h"
 #include "workarounds/HoistTileAccumulators.h"
 
@@ -163,13 +169,19 @@ LogicalResult tileAndPeel(RewriterBase &rewriter, linalg::LinalgOp op,
   rewriter.eraseOp(op);
   for (Operation *tile : tiled->tiledOps)
     tile->setAttr(kFullTileAttr, rewriter.getUnitAttr());
-  // Every loop is tiled, so the loops are in loop-dim order.
+  // Every loop is tiled, so the loops are in loop-dim order. The outermost
+  // one runs on the thread pool (step 7) when it is a parallel loop.
+  if (op.getIteratorTypesArray()[0] == utils::IteratorType::parallel)
+    tiled->loops[0]->setAttr(kParallelLoopAttr, rewriter.getUnitAttr());
   auto loop = dyn_cast<scf::ForOp>(tiled->loops[dim].getOperation());
   scf::ForOp partial;
   if (loop &&
-      succeeded(scf::peelForLoopAndSimplifyBounds(rewriter, loop, partial)))
+      succeeded(scf::peelForLoopAndSimplifyBounds(rewriter, loop, partial))) {
     partial.walk(
         [](linalg::LinalgOp tile) { tile->removeAttr(kFullTileAttr); });
+    // A peeled outermost loop: only its full tiles run on the pool.
+    partial->removeAttr(kParallelLoopAttr);
+  }
   return success();
 }
 
@@ -414,6 +426,9 @@ struct TileAndVectorizePass final
     // Step 6.
     if (failed(lowerVectors(module)))
       return signalPassFailure();
+
+    // Step 7.
+    outlineMarkedLoops(rewriter, module);
   }
 
 private:

@@ -97,6 +97,20 @@ def functions(text, header):
     return out
 
 
+def outlined_bodies(internal, body):
+    """The bodies of the loops `body` runs on the thread pool: at -O1 and
+    above a loop nest may sit in an internal `__kina_par_*` function that
+    the function passes, through its `*_task`, to kina_rt_parallel_for
+    (src/passes/Parallel.cpp); its loops are the function's."""
+    out = []
+    for task in re.findall(r'llvm\.mlir\.addressof @(__kina_par_\w+_task)',
+                           '\n'.join(body)):
+        for callee in re.findall(r'llvm\.call @(__kina_par_\w+)\(',
+                                 '\n'.join(internal[task])):
+            out.append(internal[callee])
+    return out
+
+
 def outermost_loops(body, locs, path):
     """Line sets of the outermost natural loops of an llvm.func body."""
     blocks = [[]]  # entry block first
@@ -228,11 +242,14 @@ def check_module(args, path, target, opt):
     if target == 'cpu':
         ir = run(base + ['--emit=mlir-llvm', '--mlir-print-debuginfo'])
         locs = loc_table(ir, path)
-        fns = functions(ir, re.compile(
-            r'^  llvm\.func internal @__kina_fn_(\w+)\('))
+        internal = functions(ir, re.compile(
+            r'^  llvm\.func internal @(__kina_\w+)\('))
         for fi, name in enumerate(names):
             kernels, stmts, _ = parsed.get(fi, ([], set(), {}))
-            loops = [l & stmts for l in outermost_loops(fns[name], locs, path)]
+            bodies = [internal['__kina_fn_' + name]] + \
+                outlined_bodies(internal, internal['__kina_fn_' + name])
+            loops = [l & stmts for body in bodies
+                     for l in outermost_loops(body, locs, path)]
             # Kernels on rank-0 tensors have no loop nest of their own,
             # unless their payload loops (integer pow): such a kernel may
             # or may not show as a loop nest.
@@ -262,7 +279,7 @@ def check_module(args, path, target, opt):
                 # vector code: no loop nest, but its statements' code is in
                 # the function, outside every loop.
                 straight = set()
-                for op in fns[name]:
+                for op in [op for body in bodies for op in body]:
                     straight |= op_lines(op, locs, path)
                 in_loops = set().union(*loops) if loops else set()
                 for w in exp - got:

@@ -34,6 +34,10 @@ One subcommand per ctest test; each works in its own folder under --work:
                environment, the -O level reaching the C compile, a warning
                (exit 0) for C flags when nothing is linked, clear errors for
                an unknown flag and a flag without its value.
+  threads      compiled code on the runtime's thread pool: the same bits
+               at KINA_NUM_THREADS=1 and 2, loops split at 2 (the pool's
+               counter), small functions and -O0 never split, two threads
+               calling at once.
   modules      two modules both named model.kir (same module name, same
                function name), prefixed apart: both headers in one C file,
                one runtime, one program; and two modules of one name without
@@ -1029,11 +1033,179 @@ def cmd_multiversion(opts):
     print("multiversion: ok (host runs kina_f.%s)" % best)
 
 
+THREADS_KIR = """module @par
+
+func @mm(%a: f32[M, K], %b: f32[K, N]) -> f32[M, N] {
+  %c = matmul %a, %b
+  return %c
+}
+
+func @sm(%x: f32[R, C]) -> f32[R, C] {
+  %p = softmax %x
+  return %p
+}
+
+func @ew(%x: f32[N]) -> f32[N] {
+  %y = mul %x, 1.5
+  %z = tanh %y
+  %w = add %z, %x
+  return %w
+}
+
+func @small(%x: f32[N]) -> f32[N] {
+  %y = mul %x, 2.0
+  return %y
+}
+"""
+
+THREADS_MAIN = r"""#include "par.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <pthread.h>
+
+/* Deterministic inputs in [-1, 1). */
+static float *filled(size_t n, unsigned seed) {
+  float *p = malloc(n * sizeof(float));
+  for (size_t i = 0; i < n; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    p[i] = (float)(seed >> 8) / 8388608.0f - 1.0f;
+  }
+  return p;
+}
+
+/* FNV-1a over the result's bytes: equal hashes, equal bits. */
+static unsigned long long hash(const float *p, size_t n) {
+  unsigned long long h = 1469598103934665603ull;
+  const unsigned char *b = (const unsigned char *)p;
+  for (size_t i = 0; i < n * sizeof(float); ++i)
+    h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+enum { M = 300, K = 200, N = 1000, R = 600, C = 999, E = 1 << 20 };
+static float *a, *b, *x, *v;
+
+/* One call of each function; prints (when `out`) each result's hash. */
+static int call_all(int print) {
+  KinaMemRef2 ma = {a, a, 0, {M, K}, {K, 1}}, mb = {b, b, 0, {K, N}, {N, 1}};
+  KinaMemRef2 mx = {x, x, 0, {R, C}, {C, 1}}, mc, ms;
+  KinaMemRef1 mv = {v, v, 0, {E}, {1}}, me, mt;
+  KinaMemRef1 small = {v, v, 0, {64}, {1}};
+  if (kina_mm(&mc, &ma, &mb) || kina_sm(&ms, &mx) || kina_ew(&me, &mv) ||
+      kina_small(&mt, &small)) {
+    printf("error: %s\n", kina_last_error());
+    return 1;
+  }
+  if (print)
+    printf("mm %016llx\nsm %016llx\new %016llx\nsmall %016llx\n",
+           hash(mc.aligned, (size_t)M * N), hash(ms.aligned, (size_t)R * C),
+           hash(me.aligned, E), hash(mt.aligned, 64));
+  runtime_free(mc.allocated);
+  runtime_free(ms.allocated);
+  runtime_free(me.allocated);
+  runtime_free(mt.allocated);
+  return 0;
+}
+
+static void *caller(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 3; ++i)
+    if (call_all(0))
+      return (void *)1;
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  a = filled((size_t)M * K, 1);
+  b = filled((size_t)K * N, 2);
+  x = filled((size_t)R * C, 3);
+  v = filled(E, 4);
+  if (argc > 1) { /* "concurrent": two threads calling at once */
+    pthread_t t1, t2;
+    void *r1, *r2;
+    pthread_create(&t1, NULL, caller, NULL);
+    pthread_create(&t2, NULL, caller, NULL);
+    pthread_join(t1, &r1);
+    pthread_join(t2, &r2);
+    if (r1 || r2)
+      return 1;
+  }
+  uint64_t before = kina_rt_parallel_regions();
+  if (call_all(1))
+    return 1;
+  printf("threads %d regions %llu\n", kina_rt_num_threads(),
+         (unsigned long long)(kina_rt_parallel_regions() - before));
+  uint64_t mid = kina_rt_parallel_regions();
+  KinaMemRef1 small = {v, v, 0, {64}, {1}}, mt;
+  if (kina_small(&mt, &small))
+    return 1;
+  runtime_free(mt.allocated);
+  printf("small regions %llu\n",
+         (unsigned long long)(kina_rt_parallel_regions() - mid));
+  return runtime_live_buffer_count() != 0;
+}
+"""
+
+
+def cmd_threads(opts):
+    """The runtime's thread pool in compiled code (docs/integration.md,
+    "Threads"): matmul, softmax and an elementwise chain give the same bits
+    at KINA_NUM_THREADS=1 and 2, split into regions at 2 and not at 1, a
+    small function never splits, two threads calling at once get correct
+    results, -O0 never calls the pool, and the link needs only
+    --print-link-flags."""
+    work = fresh_dir(os.path.join(opts.work, "threads"))
+    with open(os.path.join(work, "par.kir"), "w") as f:
+        f.write(THREADS_KIR)
+    with open(os.path.join(work, "main.c"), "w") as f:
+        f.write(THREADS_MAIN)
+    kinac = opts.kinac
+    flags = run([kinac, "--print-link-flags"]).stdout.split()
+    include = os.path.join(opts.source_dir, "include")
+    run([kinac, "par.kir", "--emit=header", "-o", "par.h"], cwd=work)
+    results = {}
+    for opt in ("-O2", "-O0"):
+        obj = f"par{opt}.o"
+        run([kinac, "par.kir", opt, "-o", obj], cwd=work)
+        syms = nm_symbols(os.path.join(work, obj))
+        calls_pool = "kina_rt_parallel_for" in syms
+        check(calls_pool == (opt != "-O0"),
+              f"{opt}: kina_rt_parallel_for referenced: {calls_pool}")
+        app = f"app{opt}"
+        run([opts.cc, "-I", include, "-I", work, "main.c", obj] + flags +
+            ["-o", app], cwd=work)
+        for threads in ("1", "2"):
+            env = dict(os.environ, KINA_NUM_THREADS=threads)
+            out = run([os.path.join(work, app)], cwd=work,
+                      env=env).stdout.split("\n")
+            stats = dict(zip(out[4].split()[::2], out[4].split()[1::2]))
+            check(stats["threads"] == threads,
+                  f"{app}: KINA_NUM_THREADS={threads} gave {out[4]}")
+            regions = int(stats["regions"])
+            if opt == "-O0" or threads == "1":
+                check(regions == 0, f"{app} at {threads} thread(s) split "
+                      f"{regions} loops")
+            else:
+                # mm: the fill and the slabs; sm: its six loop nests; ew.
+                check(regions >= 6, f"{app} at 2 threads split only "
+                      f"{regions} loops: {out}")
+            check(out[5] == "small regions 0",
+                  f"{app}: the 64-element function split: {out[5]}")
+            results[(opt, threads)] = out[:4]
+            env = dict(env)
+            run([os.path.join(work, app), "concurrent"], cwd=work, env=env)
+    check(results[("-O2", "1")] == results[("-O2", "2")],
+          "-O2: results differ between 1 and 2 threads:\n"
+          f"{results[('-O2', '1')]}\n{results[('-O2', '2')]}")
+    print("threads: ok")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("command", choices=[
         "install", "cmake-project", "make-project", "depfile", "determinism",
-        "version", "modules", "link-flags", "multiversion"])
+        "version", "modules", "link-flags", "multiversion", "threads"])
     ap.add_argument("--build-dir", required=True)
     ap.add_argument("--source-dir", required=True)
     ap.add_argument("--work", required=True)

@@ -2,7 +2,8 @@
 //   func @addrelu(%x: f32[N, 4], %y: f32[N, 4]) -> f32[N, 4]
 // gives the LLVM dialect: the internal implementation, the C-interface
 // wrapper, the status entry with the version stamp of the pipeline's
-// options, the add and the relu fused into one loop nest (-O2) or not
+// options, the add and the relu fused into one loop nest (-O2; its rows
+// outlined for the runtime's thread pool, kina_rt_parallel_for) or not
 // (opt-level=0), and no Kina attribute left.
 // (check_pipeline_equivalence.py compares the pipeline with kinac's on
 // whole modules.)
@@ -12,11 +13,13 @@
 // CHECK-NOT: kina.param
 // CHECK: llvm.func @_mlir_ciface_runtime_host_alloc_unranked(!llvm.ptr, i32) -> i32
 // CHECK: llvm.mlir.global internal constant @__kina_version_stamp("kinac {{[0-9.]+}}, Kina ABI {{[0-9]+}}\00")
+// CHECK-LABEL: llvm.func internal @__kina_par_addrelu(
+// CHECK: llvm.fadd
+// CHECK-NEXT: llvm.fcmp "ugt"
 // CHECK-LABEL: llvm.func internal @__kina_fn_addrelu(
 // CHECK-SAME: attributes {llvm.emit_c_interface}
 // CHECK: llvm.call @_mlir_ciface_runtime_host_alloc_unranked(
-// CHECK: llvm.fadd
-// CHECK-NEXT: llvm.fcmp "ugt"
+// CHECK: llvm.call @kina_rt_parallel_for(
 // CHECK-NOT: llvm.call @_mlir_ciface_runtime_host_alloc_unranked(
 // CHECK-LABEL: llvm.func @_mlir_ciface_addrelu(
 // CHECK: llvm.call @__kina_fn_addrelu(

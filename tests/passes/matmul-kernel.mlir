@@ -2,13 +2,21 @@
 // row-major f32 or f64 memrefs becomes the register-tiled vector kernel (a
 // packed panel of B on the stack, vector.fma on 256-bit vectors, a masked
 // load and store for the last columns); other element types keep their
-// linalg.matmul. The pass cannot fail.
+// linalg.matmul. A matmul with a small constant amount of work (mm_f64)
+// stays in its function, the others are outlined for the thread pool. The
+// pass cannot fail.
 // RUN: %kina-opt %s --kina-matmul-kernel | FileCheck %s
 
-// CHECK-LABEL: func.func @mm_f32(
-// CHECK-SAME: %[[A:.*]]: memref<?x?xf32>, %[[B:.*]]: memref<?x?xf32>, %[[C:.*]]: memref<?x?xf32>)
+// A matmul whose work is not known to be small runs over column slabs of
+// C: the kernel moves into the body @__kina_par_mm_f32 (iterations [lo,
+// end) of the slab loop, its own packed panel before that loop), called
+// with kina_rt_parallel_threads(panels, cost) slabs (src/passes/Parallel.h).
+// CHECK-LABEL: func.func private @__kina_par_mm_f32(
+// CHECK-SAME: %[[LO:[^:]*]]: index, %[[END:[^:]*]]: index,
+// CHECK-SAME: %[[B:[^:]*]]: memref<?x?xf32>, %[[C:[^:]*]]: memref<?x?xf32>, %[[A:[^:]*]]: memref<?x?xf32>
+// CHECK-SAME: attributes {kina.parallel_body}
 // CHECK: %[[PANEL:.*]] = memref.alloca() {alignment = 64 : i64} : memref<256x16xf32>
-// CHECK: scf.for
+// CHECK: scf.for %{{.*}} = %[[LO]] to
 // CHECK: vector.load %[[B]]
 // CHECK: vector.store %{{.*}}, %[[PANEL]]
 // CHECK: vector.load %[[C]]{{.*}} : memref<?x?xf32>, vector<8xf32>
@@ -17,6 +25,12 @@
 // CHECK: vector.store %{{.*}}, %[[C]]
 // CHECK: vector.maskedload
 // CHECK: vector.maskedstore %[[C]]
+// CHECK: return
+// CHECK-LABEL: func.func @mm_f32(
+// CHECK-SAME: %[[AM:[^:]*]]: memref<?x?xf32>, %[[BM:[^:]*]]: memref<?x?xf32>, %[[CM:[^:]*]]: memref<?x?xf32>)
+// CHECK-NOT: memref.alloca
+// CHECK: call @kina_rt_parallel_threads(
+// CHECK: call @__kina_par_mm_f32({{.*}}%[[BM]], %[[CM]], %[[AM]]
 // CHECK-NOT: linalg.matmul
 // CHECK: return
 func.func @mm_f32(%a: memref<?x?xf32>, %b: memref<?x?xf32>, %c: memref<?x?xf32>) {

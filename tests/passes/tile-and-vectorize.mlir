@@ -6,12 +6,18 @@
 // output (@rowsum, the hoisting workaround of
 // src/passes/workarounds/HoistTileAccumulators.cpp); contractions that
 // kina-matmul-kernel leaves accumulate a vector of C over k; ops with
-// linalg.index and i1 buffers stay as they are.
+// linalg.index and i1 buffers stay as they are. The outermost loop of a
+// nest, when parallel and not known to be small, moves into an outlined
+// body `__kina_par_<fn>` over a range [lo, end) of its iterations, which the
+// function calls (src/passes/Parallel.cpp); a reduction over the outermost
+// dim (@colsum) and a small static nest (@rowsum) stay in place.
 // RUN: %kina-opt %s --kina-tile-and-vectorize=vector-bits=512 | FileCheck %s
 // RUN: %kina-opt %s --kina-tile-and-vectorize=vector-bits=128 | FileCheck %s --check-prefix=SSE
 
-// CHECK-LABEL: func.func @chain(
-// CHECK: scf.for
+// CHECK-LABEL: func.func private @__kina_par_chain(
+// CHECK-SAME: %[[LO:[^:]*]]: index, %[[END:[^:]*]]: index, %{{[^:]*}}: index,
+// CHECK-SAME: attributes {kina.parallel_body}
+// CHECK: scf.for %{{.*}} = %[[LO]] to
 // CHECK: scf.for
 // CHECK: vector.load %{{.*}} : memref<?x?xf32>, vector<16xf32>
 // CHECK: math.exp %{{.*}} : vector<16xf32>
@@ -19,7 +25,10 @@
 // CHECK: scf.for
 // CHECK: linalg.generic
 // CHECK: return
-// SSE-LABEL: func.func @chain(
+// CHECK-LABEL: func.func @chain(
+// CHECK-NOT: vector.
+// CHECK: call @__kina_par_chain(
+// SSE-LABEL: func.func private @__kina_par_chain(
 // SSE: math.exp %{{.*}} : vector<4xf32>
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
@@ -59,7 +68,7 @@ func.func @rowsum(%x: memref<64x100xf32>, %out: memref<64xf32>) {
   return
 }
 
-// CHECK-LABEL: func.func @rowmax(
+// CHECK-LABEL: func.func private @__kina_par_rowmax(
 // CHECK: arith.maximumf %{{.*}} : vector<16xf32>
 // CHECK: vector.reduction <maximumf>, %{{.*}} : vector<16xf32> into f32
 func.func @rowmax(%x: memref<?x?xf32>, %out: memref<?xf32>) {
@@ -72,6 +81,9 @@ func.func @rowmax(%x: memref<?x?xf32>, %out: memref<?xf32>) {
   return
 }
 
+// CHECK-LABEL: func.func @rowmax(
+// CHECK: call @__kina_par_rowmax(
+// CHECK-NOT: __kina_par_colsum
 // CHECK-LABEL: func.func @colsum(
 // CHECK: vector.load %{{.*}} : memref<?xi32>, vector<16xi32>
 // CHECK: arith.addi %{{.*}} : vector<16xi32>
@@ -86,7 +98,7 @@ func.func @colsum(%x: memref<?x?xi32>, %out: memref<?xi32>) {
   return
 }
 
-// CHECK-LABEL: func.func @transpose(
+// CHECK-LABEL: func.func private @__kina_par_transpose(
 // CHECK: vector.transfer_read %{{.*}} permutation_map = {{.*}} : memref<?x?xf32>, vector<16xf32>
 // CHECK: vector.store %{{.*}} : memref<?x?xf32>, vector<16xf32>
 func.func @transpose(%x: memref<?x?xf32>, %out: memref<?x?xf32>) {
@@ -98,7 +110,7 @@ func.func @transpose(%x: memref<?x?xf32>, %out: memref<?x?xf32>) {
   return
 }
 
-// CHECK-LABEL: func.func @matmul_i32(
+// CHECK-LABEL: func.func private @__kina_par_matmul_i32(
 // CHECK: vector.load %{{.*}} : memref<?x?xi32>, vector<16xi32>
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<1x16xi32>)
 // CHECK: vector.broadcast %{{.*}} : i32 to vector<16xi32>

@@ -23,6 +23,8 @@
 //   arith-expand{include-bf16}                          (bf16 without libgcc)
 //   convert-math-to-llvm, convert-math-to-libm          (erf & co. via libm)
 //   kina-lower-to-llvm, reconcile-unrealized-casts, kina-internalize
+//   kina-parallel-calls                                 (-O1 and above:
+//                       outlined loops on the runtime's thread pool)
 //
 // docs/architecture.md describes each step.
 //
@@ -162,6 +164,10 @@ void CpuTarget::buildPipeline(OpPassManager &pm,
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
   addHostToLLVMPasses(pm, kHostAllocFunction);
+  // Outlined parallel loops (kina-tile-and-vectorize, kina-matmul-kernel)
+  // to kina_rt_parallel_for calls: src/passes/Parallel.cpp.
+  if (optimize)
+    pm.addPass(createParallelCallsPass());
 }
 
 } // namespace

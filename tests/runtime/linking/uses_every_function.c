@@ -24,6 +24,13 @@
     }                                                                          \
   } while (0)
 
+/* A kina_rt_parallel_fn recording the (one) piece it ran. */
+static void record_piece(void *ctx, int64_t lo, int64_t hi) {
+  int64_t *covered = (int64_t *)ctx;
+  covered[0] = lo;
+  covered[1] = hi;
+}
+
 int main(void) {
   /* Status names, the thread's last error and status. */
   CHECK(strcmp(kina_status_name(KINA_STATUS_GPU_ERROR), "GPU Error") == 0);
@@ -43,6 +50,19 @@ int main(void) {
 #if defined(__x86_64__)
   CHECK(level >= 1);
 #endif
+
+  /* The thread pool: a loop of 10 iterations with little work runs on
+   * the caller, in one piece, without counting as a split loop. */
+  {
+    int32_t threads = kina_rt_num_threads();
+    CHECK(threads >= 1 && threads <= 1024);
+    CHECK(kina_rt_parallel_threads(10, 0) == 1);
+    uint64_t regions = kina_rt_parallel_regions();
+    int64_t covered[2] = {0, 0};
+    kina_rt_parallel_for(10, 0, record_piece, covered);
+    CHECK(covered[0] == 0 && covered[1] == 10);
+    CHECK(kina_rt_parallel_regions() == regions);
+  }
 
   /* Host allocation, the registry, frees. */
   KinaMemRef2 host = {0, 0, 0, {2, 3}, {0, 0}};
