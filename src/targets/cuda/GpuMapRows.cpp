@@ -45,9 +45,9 @@
 // projection to P (row) or to R (a parameter such as layer_norm's gain),
 // or, in an op over P only, the identity; a buffer the group writes is
 // read back only through the map it was written with; the memrefs are
-// allocations or function arguments (no views); R is static, a multiple of
-// V and at most 32 * T elements (registers: 32 values per thread and
-// buffer); every reduction's yield is `comb(acc, contribution)` with an
+// allocations or function arguments (no views); R is static and
+// at most 32 * T elements (registers: 32 values per thread and buffer);
+// every reduction's yield is `comb(acc, contribution)` with an
 // associative, commutative arith op gpu.all_reduce knows. V is 16 bytes
 // of the widest element type the kernel reads or writes in memory (4 for
 // f32, 8 for bf16/f16: bf16 loads, f32 arithmetic as MLIRGen writes it;
@@ -56,7 +56,8 @@
 // threads x 32). Elements narrower than 32 bits are loaded as 32-bit words
 // and split. The host checks that every buffer the kernel accesses is
 // 16-byte aligned and launches the vector kernel, else its scalar twin
-// (scalar loads and stores). Anything else is left to
+// (scalar loads and stores); a row that is no multiple of V gets only the
+// scalar kernel (V = 1). Anything else is left to
 // kina-gpu-map-reductions and kina-gpu-map-elementwise, which run after
 // this pass. Cannot fail.
 //
@@ -534,8 +535,12 @@ public:
     if (widest == 0 || widest > kVectorBytes)
       return false;
     lanes = kVectorBytes / widest;
-    if (g.rTotal % lanes != 0)
-      return false;
+    // A row that is no multiple of V (softmax over 10 classes) gets only
+    // the scalar kernel, one element per chunk: still one pass and one
+    // launch instead of a kernel per op.
+    vectorKernel = g.rTotal % lanes == 0;
+    if (!vectorKernel)
+      lanes = 1;
     int64_t vectors = g.rTotal / lanes;
     // kMaxPerThread elements per thread where the row is long enough (a
     // multiple of the warp, at most kMaxThreads threads): fewer threads per
@@ -567,6 +572,11 @@ public:
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, np, zero);
     auto guard = scf::IfOp::create(b, loc, nonEmpty, /*withElse=*/false);
     b.setInsertionPointToStart(&guard.getThenRegion().front());
+    if (!vectorKernel) {
+      emitKernel(b, np, /*vectors=*/false);
+      cleanUp(guard);
+      return;
+    }
     // The vector kernel where every buffer it accesses in memory is
     // 16-byte aligned (checked here, on the host), else the scalar kernel.
     // One kernel per case rather than a branch per access: LLVM merges the
@@ -642,6 +652,7 @@ private:
   llvm::DenseMap<Value, SmallVector<Value>> fullValues, paramValues;
   llvm::DenseMap<Value, Value> rowValues;
   llvm::SetVector<Value> writtenFull, writtenRow;
+  bool vectorKernel = true; // R is a multiple of V: a vector kernel too
   bool vectorAccess = true; // the kernel being built: vector accesses
   llvm::DenseSet<Value> readFromMemory; // row buffers the kernel loads
 
