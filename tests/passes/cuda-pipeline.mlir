@@ -50,14 +50,21 @@
 // CHECK: gpu.func @mm_kernel({{.*}}) workgroup({{.*}} : memref<16x16xf32, #gpu.address_space<workgroup>>, {{.*}} : memref<16x16xf32, #gpu.address_space<workgroup>>) kernel
 // CHECK: gpu.barrier
 
-// The fill and the row sum: one block-per-row kernel (kina-gpu-map-rows).
+// The fill and the row sum: one block-per-row kernel (kina-gpu-map-rows),
+// the vector kernel where x is 16-byte aligned, else its scalar twin.
 // CHECK-LABEL: func.func @rsum(
 // CHECK-NOT: linalg.
+// CHECK: memref.extract_aligned_pointer_as_index %arg0
 // CHECK: gpu.launch_func  @rsum_kernel::@rsum_kernel {{.*}} threads in (%c32
+// CHECK: } else {
+// CHECK: gpu.launch_func  @[[RSUM:rsum_kernel_[0-9]+]]::@rsum_kernel {{.*}} threads in (%c32
 // CHECK-NOT: gpu.launch_func
 // CHECK: gpu.module @rsum_kernel {
 // CHECK: gpu.func @rsum_kernel(
 // CHECK: vector.load
+// CHECK: gpu.all_reduce  add
+// CHECK: gpu.module @[[RSUM]] {
+// CHECK-NOT: vector.load
 // CHECK: gpu.all_reduce  add
 
 // CHECK-LABEL: func.func @kina_addrelu(

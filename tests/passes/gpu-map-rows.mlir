@@ -1,12 +1,13 @@
 // kina-gpu-map-rows (src/targets/cuda/GpuMapRows.cpp): a run of row
 // reductions and the elementwise ops around them over one row space
 // becomes one kernel, one block per row: each thread loads its 16-byte
-// chunks of the row once (vector.load where the memref is aligned, checked
-// in the kernel), the ops run in order on those values, the reductions
+// chunks of the row once (vector.load where every memref is aligned,
+// checked on the host, else a scalar twin of the kernel), the ops run in order on those values, the reductions
 // combine the threads' partials with gpu.all_reduce, and only what is read
 // after the run is stored; the row buffers only the run used are no longer
-// allocated. Runs that do not fit (a row that is no multiple of the lanes,
-// an argmax's select) are left to kina-gpu-map-reductions. Cannot fail.
+// allocated. A row that is no multiple of the lanes gets the scalar kernel
+// alone; runs that do not fit (an argmax's select) are left to
+// kina-gpu-map-reductions. Cannot fail.
 // RUN: %kina-opt %s --kina-gpu-map-rows | FileCheck %s
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
@@ -20,9 +21,13 @@
 // CHECK-SAME: %[[X:.*]]: memref<?x64xf32>, %[[OUT:.*]]: memref<?x64xf32>)
 // CHECK-NOT: memref.alloc
 // CHECK-NOT: linalg.generic
-// CHECK: gpu.launch {{.*}} threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c32{{.*}}, %{{.*}}, %{{.*}})
+// The host checks both buffers' alignment: the vector kernel, else its
+// scalar twin.
 // CHECK: memref.extract_aligned_pointer_as_index %[[X]]
-// CHECK: scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step
+// CHECK: memref.extract_aligned_pointer_as_index %[[OUT]]
+// CHECK: scf.if
+// CHECK: gpu.launch {{.*}} threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c32{{.*}}, %{{.*}}, %{{.*}})
+// CHECK: scf.for %[[ROW:.*]] = %{{.*}} to %[[NP:.*]] step %[[STEP:[^ ]*]]
 // CHECK: vector.load %[[X]][%[[ROW]], %{{.*}}] {alignment = 16 : i64} : memref<?x64xf32>, vector<4xf32>
 // CHECK-COUNT-4: arith.maximumf
 // CHECK: %[[M:.*]] = gpu.all_reduce  maximumf %{{.*}} uniform
@@ -32,10 +37,21 @@
 // CHECK: %[[S:.*]] = gpu.all_reduce  add %{{.*}} uniform
 // CHECK: %[[SUM:.*]] = arith.addf %cst{{.*}}, %[[S]]
 // CHECK: arith.divf %{{.*}}, %[[SUM]]
-// CHECK: gpu.barrier
+// No barrier before the stores: no row value is overwritten.
+// CHECK-NOT: gpu.barrier
 // CHECK: vector.store %{{.*}}, %[[OUT]][%[[ROW]], %{{.*}}] {alignment = 16 : i64} : memref<?x64xf32>, vector<4xf32>
+// A barrier before the block's next row only where it has one.
+// CHECK: %[[NEXT:.*]] = arith.addi %[[ROW]], %[[STEP]]
+// CHECK: %[[MORE:.*]] = arith.cmpi ult, %[[NEXT]], %[[NP]]
+// CHECK: scf.if %[[MORE]] {
+// CHECK-NEXT: gpu.barrier
+// CHECK: gpu.terminator
+// CHECK: } else {
+// CHECK: gpu.launch
+// CHECK-NOT: vector.load
+// CHECK: memref.load %[[X]]
+// CHECK-NOT: vector.store
 // CHECK: memref.store %{{.*}}, %[[OUT]]
-// CHECK: gpu.barrier
 // CHECK: gpu.terminator
 // CHECK-NOT: memref.dealloc
 // CHECK-NOT: linalg.generic
@@ -89,7 +105,16 @@ func.func @softmax(%x: memref<?x64xf32>, %out: memref<?x64xf32>) {
 // CHECK-NOT: memref.copy
 // CHECK-NOT: linalg.generic
 // CHECK: gpu.launch
+// bf16 travels as 32-bit words: one 16-byte load, each word split into
+// its two elements (low half first).
 // CHECK: vector.load %[[X]]{{.*}} : memref<?x8xbf16>, vector<8xbf16>
+// CHECK: vector.bitcast %{{.*}} : vector<8xbf16> to vector<4xi32>
+// CHECK: %[[W:.*]] = vector.extract %{{.*}}[0] : i32 from vector<4xi32>
+// CHECK: %[[LO:.*]] = arith.trunci %[[W]] : i32 to i16
+// CHECK: arith.bitcast %[[LO]] : i16 to bf16
+// CHECK: %[[SH:.*]] = arith.shrui %[[W]], %c16_i32 : i32
+// CHECK: %[[HI:.*]] = arith.trunci %[[SH]] : i32 to i16
+// CHECK: arith.bitcast %[[HI]] : i16 to bf16
 // CHECK-COUNT-8: arith.extf
 // CHECK: gpu.all_reduce  add
 // CHECK: arith.cmpi eq, %{{.*}}, %c0
@@ -117,15 +142,27 @@ func.func @row_sum(%x: memref<?x8xbf16>, %y: memref<?xf32>) {
   return
 }
 
-// A row of 7 is no multiple of the 4 lanes, and argmax combines with a
-// select: both left to kina-gpu-map-reductions.
-// CHECK-LABEL: func.func @left_alone(
+// A row of 7 is no multiple of the 4 lanes: the scalar kernel alone (no
+// alignment check, no vector access, one element per chunk). Its result
+// is also its init, which every thread reads, so thread 0 stores it after
+// a barrier. argmax combines with a select: left to
+// kina-gpu-map-reductions.
+// CHECK-LABEL: func.func @odd_row_and_argmax(
+// CHECK-SAME: %[[X:[^:]*]]: memref<?x7xf32>, %[[Y:[^:]*]]: memref<?xf32>
+// CHECK-NOT: memref.extract_aligned_pointer_as_index
+// CHECK: gpu.launch {{.*}} in (%{{.*}} = %c32
+// CHECK-NOT: vector.load
+// CHECK: memref.load %[[X]]
+// CHECK: gpu.all_reduce  add
+// CHECK: memref.load %[[Y]]
+// CHECK: gpu.barrier
+// CHECK: memref.store %{{.*}}, %[[Y]]
+// CHECK: gpu.terminator
 // CHECK-NOT: gpu.launch
-// CHECK: linalg.generic
 // CHECK: linalg.generic
 // CHECK-NOT: gpu.launch
 // CHECK: return
-func.func @left_alone(%x: memref<?x7xf32>, %y: memref<?xf32>, %v: memref<?xf32>, %i: memref<?xi64>, %w: memref<?x8xf32>) {
+func.func @odd_row_and_argmax(%x: memref<?x7xf32>, %y: memref<?xf32>, %v: memref<?xf32>, %i: memref<?xi64>, %w: memref<?x8xf32>) {
   linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : memref<?x7xf32>) outs(%y : memref<?xf32>) {
   ^bb0(%in: f32, %acc: f32):
     %r = arith.addf %acc, %in : f32

@@ -27,7 +27,9 @@
 //         denominators) is evaluated by every thread on uniform scalars;
 //     at the end, each buffer the group wrote that is read after it (the
 //     result; anything else used outside the group) is stored once:
-//     vectors per chunk, row values by thread 0.
+//     vectors per chunk, row values by thread 0 (after a barrier only
+//     where it overwrites a row value the others loaded); a barrier before
+//     the next row only where the block has one (workgroup memory reuse).
 //
 // So the row is read from memory once and the result written once; row
 // buffers used only inside the group (m, s, the mean) and full-size
@@ -43,15 +45,19 @@
 // projection to P (row) or to R (a parameter such as layer_norm's gain),
 // or, in an op over P only, the identity; a buffer the group writes is
 // read back only through the map it was written with; the memrefs are
-// allocations or function arguments (no views); R is static, a multiple of
-// V and at most 32 * T elements (registers: 32 values per thread and
-// buffer; 8192 f32 = 512 threads x 16); every reduction's yield is
-// `comb(acc, contribution)` with an associative, commutative arith op
-// gpu.all_reduce knows. V is 16 bytes of the widest full or parameter
-// element type (4 for f32, 8 for bf16/f16: bf16 loads, f32 arithmetic as
-// MLIRGen writes it), T = min(512, R / V rounded up to 32). Each memref is
-// checked for 16-byte alignment in the kernel (a uniform branch): scalar
-// loads and stores where it is not aligned. Anything else is left to
+// allocations or function arguments (no views); R is static and
+// at most 32 * T elements (registers: 32 values per thread and buffer);
+// every reduction's yield is `comb(acc, contribution)` with an
+// associative, commutative arith op gpu.all_reduce knows. V is 16 bytes
+// of the widest element type the kernel reads or writes in memory (4 for
+// f32, 8 for bf16/f16: bf16 loads, f32 arithmetic as MLIRGen writes it;
+// f32 intermediates that stay in registers do not count), T = R / 32
+// rounded up to a multiple of 32, at most 512 (8192 f32 or bf16 = 256
+// threads x 32). Elements narrower than 32 bits are loaded as 32-bit words
+// and split. The host checks that every buffer the kernel accesses is
+// 16-byte aligned and launches the vector kernel, else its scalar twin
+// (scalar loads and stores); a row that is no multiple of V gets only the
+// scalar kernel (V = 1). Anything else is left to
 // kina-gpu-map-reductions and kina-gpu-map-elementwise, which run after
 // this pass. Cannot fail.
 //
@@ -87,7 +93,12 @@ namespace {
 
 constexpr int64_t kMaxThreads = 512;
 constexpr int64_t kVectorBytes = 16;
-/// Register budget: owned elements per thread and buffer.
+/// Register budget and target: owned elements per thread and buffer. The
+/// block has R / 32 threads (up to kMaxThreads), not the most threads the
+/// row allows: on the H200 (bench/gpu, 2026-12-04) 256 threads x 32 f32
+/// took layer_norm [8192, 8192] from 0.251 to 0.168 ms against 512 x 16
+/// (81 registers, one block per multiprocessor), and 256 x 32 bf16 beat
+/// 512 x 16 (0.111 against 0.119 ms); 128 x 64 was slower for both.
 constexpr int64_t kMaxPerThread = 32;
 
 /// How an op of a group indexes a memref operand.
@@ -512,23 +523,31 @@ public:
 
   /// False when the sizes do not fit (nothing emitted).
   bool plan() {
+    // V comes from the buffers the kernel reads or writes in memory: a
+    // full buffer written and read only inside the group (the f32
+    // intermediates of a bf16 softmax) lives in registers and does not
+    // narrow the bf16 accesses to 8 bytes.
     int64_t widest = 0;
-    for (Member &m : g.members)
-      for (OpOperand &operand : m.op->getOpOperands()) {
-        Role role = m.roles[operand.getOperandNumber()];
-        if (role == Role::Full || role == Role::Param)
-          widest = std::max<int64_t>(widest,
-                                     cast<MemRefType>(operand.get().getType())
-                                             .getElementTypeBitWidth() /
-                                         8);
-      }
+    for (Value memref : memoryOperands())
+      widest = std::max<int64_t>(
+          widest,
+          cast<MemRefType>(memref.getType()).getElementTypeBitWidth() / 8);
     if (widest == 0 || widest > kVectorBytes)
       return false;
     lanes = kVectorBytes / widest;
-    if (g.rTotal % lanes != 0)
-      return false;
+    // A row that is no multiple of V (softmax over 10 classes) gets only
+    // the scalar kernel, one element per chunk: still one pass and one
+    // launch instead of a kernel per op.
+    vectorKernel = g.rTotal % lanes == 0;
+    if (!vectorKernel)
+      lanes = 1;
     int64_t vectors = g.rTotal / lanes;
-    threads = std::min<int64_t>(kMaxThreads, (vectors + 31) / 32 * 32);
+    // kMaxPerThread elements per thread where the row is long enough (a
+    // multiple of the warp, at most kMaxThreads threads): fewer threads per
+    // row, more rows per multiprocessor.
+    int64_t vectorsPerThread = std::max<int64_t>(1, kMaxPerThread / lanes);
+    int64_t wanted = (vectors + vectorsPerThread - 1) / vectorsPerThread;
+    threads = std::min<int64_t>(kMaxThreads, (wanted + 31) / 32 * 32);
     chunks = (vectors + threads - 1) / threads;
     return chunks * lanes <= kMaxPerThread;
   }
@@ -553,6 +572,51 @@ public:
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, np, zero);
     auto guard = scf::IfOp::create(b, loc, nonEmpty, /*withElse=*/false);
     b.setInsertionPointToStart(&guard.getThenRegion().front());
+    if (!vectorKernel) {
+      emitKernel(b, np, /*vectors=*/false);
+      cleanUp(guard);
+      return;
+    }
+    // The vector kernel where every buffer it accesses in memory is
+    // 16-byte aligned (checked here, on the host), else the scalar kernel.
+    // One kernel per case rather than a branch per access: LLVM merges the
+    // two arms of an in-kernel branch into one load of the lower alignment
+    // (a vector of 8 bf16 at align 2, split into 2-byte loads).
+    Value aligned = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+    Value sixteen = arith::ConstantIndexOp::create(b, loc, kVectorBytes);
+    for (Value memref : memoryOperands()) {
+      Value pointer =
+          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+      Value rem = arith::RemUIOp::create(b, loc, pointer, sixteen);
+      Value ok =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem, zero);
+      aligned = arith::AndIOp::create(b, loc, aligned, ok);
+    }
+    auto choice = scf::IfOp::create(b, loc, aligned, /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard ig(b);
+      b.setInsertionPointToStart(&choice.getThenRegion().front());
+      emitKernel(b, np, /*vectors=*/true);
+      b.setInsertionPointToStart(&choice.getElseRegion().front());
+      emitKernel(b, np, /*vectors=*/false);
+    }
+    cleanUp(guard);
+  }
+
+  /// One kernel over the `np` rows: 16-byte vector accesses when
+  /// `vectors`, scalar ones otherwise.
+  void emitKernel(OpBuilder &b, Value np, bool vectors) {
+    vectorAccess = vectors;
+    fullValues.clear();
+    paramValues.clear();
+    rowValues.clear();
+    writtenFull.clear();
+    writtenRow.clear();
+    readFromMemory.clear();
+    rIndex.clear();
+    valid.clear();
+    chunkStart.clear();
+    chunkValid.clear();
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     Value grid = gridSize(b, loc, np, 1, kMaxGridX);
     gpu::LaunchOp launch = createLaunch(b, loc, grid, one, one, threads, 1, 1);
@@ -570,8 +634,7 @@ public:
       else
         emitElementwise(b, m);
     }
-    emitStores(b);
-    cleanUp(guard);
+    emitStores(b, rows);
   }
 
 private:
@@ -589,7 +652,9 @@ private:
   llvm::DenseMap<Value, SmallVector<Value>> fullValues, paramValues;
   llvm::DenseMap<Value, Value> rowValues;
   llvm::SetVector<Value> writtenFull, writtenRow;
-  llvm::DenseMap<Value, Value> alignedFlag;
+  bool vectorKernel = true; // R is a multiple of V: a vector kernel too
+  bool vectorAccess = true; // the kernel being built: vector accesses
+  llvm::DenseSet<Value> readFromMemory; // row buffers the kernel loads
 
   int64_t perThread() const { return chunks * lanes; }
 
@@ -629,68 +694,80 @@ private:
     return v;
   }
 
-  /// Whether `memref` is 16-byte aligned (evaluated once per kernel).
-  Value isAligned(OpBuilder &b, Value memref) {
-    auto it = alignedFlag.find(memref);
-    if (it != alignedFlag.end())
-      return it->second;
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointAfterValue(tid);
-    Value pointer =
-        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-    Value rem = arith::RemUIOp::create(
-        b, loc, pointer, arith::ConstantIndexOp::create(b, loc, kVectorBytes));
-    Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rem,
-                                     arith::ConstantIndexOp::create(b, loc, 0));
-    alignedFlag[memref] = ok;
-    return ok;
-  }
-
   /// The owned elements of a full or param memref, loaded (vectors where
   /// aligned), masked elements zero.
   SmallVector<Value> loadRow(OpBuilder &b, Value memref, Role role) {
     auto type = cast<MemRefType>(memref.getType());
     Type elem = type.getElementType();
+    unsigned bits = type.getElementTypeBitWidth();
     auto vecType = VectorType::get({lanes}, elem);
-    Value aligned = isAligned(b, memref);
+    // Elements narrower than 32 bits travel as 32-bit words (bf16 pairs):
+    // LLVM splits a vector of bf16 whose elements are extracted one by one
+    // into 2-byte loads, but keeps a 16-byte load of i32 words.
+    bool packed = vectorAccess && bits < 32 && (lanes * bits) % 32 == 0;
+    int64_t perWord = 32 / bits;
+    Type carried =
+        packed ? Type(VectorType::get({lanes / perWord}, b.getI32Type()))
+               : Type(vecType);
+    auto pack = [&](Value vec) {
+      return packed ? Value(vector::BitCastOp::create(b, loc, carried, vec))
+                    : vec;
+    };
     SmallVector<Value> values;
     for (int64_t c = 0; c < chunks; ++c) {
-      auto inRange = scf::IfOp::create(b, loc, vecType, chunkValid[c],
+      auto inRange = scf::IfOp::create(b, loc, carried, chunkValid[c],
                                        /*withElse=*/true);
       {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(&inRange.getThenRegion().front());
-        SmallVector<Value> indices = indicesOf(b, role, chunkStart[c]);
-        auto choice =
-            scf::IfOp::create(b, loc, vecType, aligned, /*withElse=*/true);
-        b.setInsertionPointToStart(&choice.getThenRegion().front());
-        scf::YieldOp::create(
-            b, loc,
-            Value(vector::LoadOp::create(
-                b, loc, vecType, memref, indices, /*nontemporal=*/false,
-                llvm::MaybeAlign(lanes * type.getElementTypeBitWidth() / 8))));
-        b.setInsertionPointToStart(&choice.getElseRegion().front());
-        SmallVector<Value> scalars;
-        for (int64_t j = 0; j < lanes; ++j) {
-          Value start = arith::AddIOp::create(
-              b, loc, chunkStart[c], arith::ConstantIndexOp::create(b, loc, j));
-          scalars.push_back(memref::LoadOp::create(b, loc, memref,
-                                                   indicesOf(b, role, start)));
+        Value chunk;
+        if (vectorAccess) {
+          chunk = vector::LoadOp::create(
+              b, loc, vecType, memref, indicesOf(b, role, chunkStart[c]),
+              /*nontemporal=*/false, llvm::MaybeAlign(lanes * bits / 8));
+        } else {
+          SmallVector<Value> scalars;
+          for (int64_t j = 0; j < lanes; ++j) {
+            Value start = arith::AddIOp::create(
+                b, loc, chunkStart[c],
+                arith::ConstantIndexOp::create(b, loc, j));
+            scalars.push_back(memref::LoadOp::create(
+                b, loc, memref, indicesOf(b, role, start)));
+          }
+          chunk = vector::FromElementsOp::create(b, loc, vecType, scalars);
         }
-        scf::YieldOp::create(
-            b, loc,
-            Value(vector::FromElementsOp::create(b, loc, vecType, scalars)));
-        b.setInsertionPointAfter(choice);
-        scf::YieldOp::create(b, loc, choice.getResults());
+        scf::YieldOp::create(b, loc, pack(chunk));
         b.setInsertionPointToStart(&inRange.getElseRegion().front());
         scf::YieldOp::create(
             b, loc,
             Value(arith::ConstantOp::create(
-                b, loc, cast<TypedAttr>(b.getZeroAttr(vecType)))));
+                b, loc, cast<TypedAttr>(b.getZeroAttr(carried)))));
       }
-      for (int64_t j = 0; j < lanes; ++j)
-        values.push_back(vector::ExtractOp::create(b, loc, inRange.getResult(0),
-                                                   ArrayRef<int64_t>{j}));
+      Value loaded = inRange.getResult(0);
+      if (!packed) {
+        for (int64_t j = 0; j < lanes; ++j)
+          values.push_back(
+              vector::ExtractOp::create(b, loc, loaded, ArrayRef<int64_t>{j}));
+        continue;
+      }
+      // Element j is bits [(j % perWord) * bits, ...) of word j / perWord
+      // (little-endian, as the GPU stores it).
+      Type narrow = b.getIntegerType(bits);
+      for (int64_t w = 0; w < lanes / perWord; ++w) {
+        Value word =
+            vector::ExtractOp::create(b, loc, loaded, ArrayRef<int64_t>{w});
+        for (int64_t p = 0; p < perWord; ++p) {
+          Value part = word;
+          if (p)
+            part = arith::ShRUIOp::create(
+                b, loc, word,
+                arith::ConstantIntOp::create(b, loc, b.getI32Type(), p * bits));
+          part = arith::TruncIOp::create(b, loc, narrow, part);
+          if (part.getType() != elem)
+            part = arith::BitcastOp::create(b, loc, elem, part);
+          values.push_back(part);
+        }
+      }
     }
     return values;
   }
@@ -707,6 +784,7 @@ private:
       if (it == rowValues.end()) {
         OpBuilder::InsertionGuard guard(b);
         Value loaded = memref::LoadOp::create(b, loc, v, pivs);
+        readFromMemory.insert(v);
         it = rowValues.try_emplace(v, loaded).first;
       }
       return it->second;
@@ -827,6 +905,31 @@ private:
     return op->getResult(0);
   }
 
+  /// The full and parameter buffers the kernel accesses in memory: those
+  /// read before the group writes them, and those it writes that are used
+  /// after it.
+  llvm::SetVector<Value> memoryOperands() {
+    llvm::SetVector<Value> accessed;
+    llvm::DenseSet<Value> written;
+    for (Member &m : g.members)
+      for (OpOperand &operand : m.op->getOpOperands()) {
+        Role role = m.roles[operand.getOperandNumber()];
+        if (role != Role::Full && role != Role::Param)
+          continue;
+        Value v = operand.get();
+        bool read = !m.op.isDpsInit(&operand) ||
+                    m.op.payloadUsesValueFromOperand(&operand);
+        if (read && !written.contains(v))
+          accessed.insert(v);
+        if (m.op.isDpsInit(&operand))
+          written.insert(v);
+      }
+    for (Value v : written)
+      if (usedOutside(v))
+        accessed.insert(v);
+    return accessed;
+  }
+
   /// True when `memref` is used outside the group (other than by its
   /// allocation's null check and deallocations).
   bool usedOutside(Value memref) {
@@ -844,31 +947,35 @@ private:
     return isa<BlockArgument>(memref);
   }
 
-  void emitStores(OpBuilder &b) {
-    // Rows read the buffers they store into: every thread has read them.
-    gpu::BarrierOp::create(b, loc);
+  void emitStores(OpBuilder &b, scf::ForOp rows) {
+    // A row value thread 0 stores may be one every thread has read from
+    // the same buffer: they must have read it first. (Full elements are
+    // loaded and stored by the thread that owns them.)
+    if (llvm::any_of(writtenRow, [&](Value v) {
+          return usedOutside(v) && readFromMemory.contains(v);
+        }))
+      gpu::BarrierOp::create(b, loc);
     for (Value memref : writtenFull) {
       if (!usedOutside(memref))
         continue;
       auto type = cast<MemRefType>(memref.getType());
       auto vecType = VectorType::get({lanes}, type.getElementType());
-      Value aligned = isAligned(b, memref);
       const SmallVector<Value> &values = fullValues[memref];
       for (int64_t c = 0; c < chunks; ++c) {
         auto inRange =
             scf::IfOp::create(b, loc, chunkValid[c], /*withElse=*/false);
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(&inRange.getThenRegion().front());
-        auto choice = scf::IfOp::create(b, loc, aligned, /*withElse=*/true);
-        b.setInsertionPointToStart(&choice.getThenRegion().front());
         SmallVector<Value> elements(values.begin() + c * lanes,
                                     values.begin() + (c + 1) * lanes);
-        Value vec = vector::FromElementsOp::create(b, loc, vecType, elements);
-        vector::StoreOp::create(
-            b, loc, vec, memref, indicesOf(b, Role::Full, chunkStart[c]),
-            /*nontemporal=*/false,
-            llvm::MaybeAlign(lanes * type.getElementTypeBitWidth() / 8));
-        b.setInsertionPointToStart(&choice.getElseRegion().front());
+        if (vectorAccess) {
+          Value vec = vector::FromElementsOp::create(b, loc, vecType, elements);
+          vector::StoreOp::create(
+              b, loc, vec, memref, indicesOf(b, Role::Full, chunkStart[c]),
+              /*nontemporal=*/false,
+              llvm::MaybeAlign(lanes * type.getElementTypeBitWidth() / 8));
+          continue;
+        }
         for (int64_t j = 0; j < lanes; ++j) {
           Value start = arith::AddIOp::create(
               b, loc, chunkStart[c], arith::ConstantIndexOp::create(b, loc, j));
@@ -888,7 +995,16 @@ private:
         if (usedOutside(memref))
           memref::StoreOp::create(b, loc, rowValues[memref], memref, pivs);
     }
-    // The next row (same block) reuses the all_reduce's workgroup memory.
+    // A next row of this block reuses the all_reduce's workgroup memory
+    // (and may read what thread 0 stored): wait for every thread, but only
+    // where there is one (the condition is uniform over the block).
+    Value next =
+        arith::AddIOp::create(b, loc, rows.getInductionVar(), rows.getStep());
+    Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, next,
+                                       rows.getUpperBound());
+    auto again = scf::IfOp::create(b, loc, more, /*withElse=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&again.getThenRegion().front());
     gpu::BarrierOp::create(b, loc);
   }
 
