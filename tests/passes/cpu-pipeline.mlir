@@ -1,5 +1,5 @@
 // kina-cpu-pipeline (src/targets/cpu/CpuTarget.cpp) on MLIRGen's output for
-//   func @addrelu(%x: f32[N, 4], %y: f32[N, 4]) -> f32[N, 4]
+//   func @addrelu(%x: f32[N, 8], %y: f32[N, 8]) -> f32[N, 8]
 // gives the LLVM dialect: the internal implementation, the C-interface
 // wrapper, the status entry with the version stamp of the pipeline's
 // options, the add and the relu fused into one loop nest (-O2; its rows
@@ -39,22 +39,22 @@
 
 #map = affine_map<(d0, d1) -> (d0, d1)>
 module @small {
-  func.func @addrelu(%arg0: tensor<?x4xf32>, %arg1: tensor<?x4xf32>) -> tensor<?x4xf32> attributes {kina.param_dims = [["N", "4"], ["N", "4"]], kina.param_names = ["x", "y"], kina.result_dims = [["N", "4"]], llvm.emit_c_interface} {
+  func.func @addrelu(%arg0: tensor<?x8xf32>, %arg1: tensor<?x8xf32>) -> tensor<?x8xf32> attributes {kina.param_dims = [["N", "8"], ["N", "8"]], kina.param_names = ["x", "y"], kina.result_dims = [["N", "8"]], llvm.emit_c_interface} {
     %c0 = arith.constant 0 : index
-    %dim = tensor.dim %arg0, %c0 : tensor<?x4xf32>
-    %0 = tensor.empty(%dim) : tensor<?x4xf32>
-    %1 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%arg0, %arg1 : tensor<?x4xf32>, tensor<?x4xf32>) outs(%0 : tensor<?x4xf32>) {
+    %dim = tensor.dim %arg0, %c0 : tensor<?x8xf32>
+    %0 = tensor.empty(%dim) : tensor<?x8xf32>
+    %1 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel"]} ins(%arg0, %arg1 : tensor<?x8xf32>, tensor<?x8xf32>) outs(%0 : tensor<?x8xf32>) {
     ^bb0(%in: f32, %in_0: f32, %out: f32):
       %4 = arith.addf %in, %in_0 : f32
       linalg.yield %4 : f32
-    } -> tensor<?x4xf32>
-    %2 = tensor.empty(%dim) : tensor<?x4xf32>
-    %3 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%1 : tensor<?x4xf32>) outs(%2 : tensor<?x4xf32>) {
+    } -> tensor<?x8xf32>
+    %2 = tensor.empty(%dim) : tensor<?x8xf32>
+    %3 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%1 : tensor<?x8xf32>) outs(%2 : tensor<?x8xf32>) {
     ^bb0(%in: f32, %out: f32):
       %cst = arith.constant 0.000000e+00 : f32
       %4 = arith.maximumf %in, %cst : f32
       linalg.yield %4 : f32
-    } -> tensor<?x4xf32>
-    return %3 : tensor<?x4xf32>
+    } -> tensor<?x8xf32>
+    return %3 : tensor<?x8xf32>
   }
 }
