@@ -23,7 +23,8 @@ if [ "${KINA_WITH_FUZZ:-0}" = 1 ]; then packages+=(clang-22 libclang-rt-22-dev);
 if [ "${KINA_WITH_BENCH:-0}" = 1 ]; then packages+=(libopenblas-dev); fi
 
 # PyTorch >= 2 from PyPI for the torch.compile test (tests/python/
-# test_compile.py), opt-in: PyPI's only Linux x86-64 wheel is the CUDA one,
+# test_compile.py), when KINA_WITH_TORCH2=1 (scripts/test.sh sets it unless
+# told KINA_WITH_TORCH2=0): PyPI's only Linux x86-64 wheel is the CUDA one,
 # which pulls about 3.3 GB of nvidia-* wheels (5.3 GB installed, about 6.5
 # minutes here; docs/python.md, "torch.compile"). KINA_WITH_TORCH2=1 installs
 # it into a virtual environment over the system's packages,
