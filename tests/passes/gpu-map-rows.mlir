@@ -5,9 +5,8 @@
 // checked on the host, else a scalar twin of the kernel), the ops run in order on those values, the reductions
 // combine the threads' partials with gpu.all_reduce, and only what is read
 // after the run is stored; the row buffers only the run used are no longer
-// allocated. A row that is no multiple of the lanes gets the scalar kernel
-// alone; runs that do not fit (an argmax's select) are left to
-// kina-gpu-map-reductions. Cannot fail.
+// allocated. Runs that do not fit (a row that is no multiple of the lanes,
+// an argmax's select) are left to kina-gpu-map-reductions. Cannot fail.
 // RUN: %kina-opt %s --kina-gpu-map-rows | FileCheck %s
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
@@ -142,27 +141,15 @@ func.func @row_sum(%x: memref<?x8xbf16>, %y: memref<?xf32>) {
   return
 }
 
-// A row of 7 is no multiple of the 4 lanes: the scalar kernel alone (no
-// alignment check, no vector access, one element per chunk). Its result
-// is also its init, which every thread reads, so thread 0 stores it after
-// a barrier. argmax combines with a select: left to
-// kina-gpu-map-reductions.
-// CHECK-LABEL: func.func @odd_row_and_argmax(
-// CHECK-SAME: %[[X:[^:]*]]: memref<?x7xf32>, %[[Y:[^:]*]]: memref<?xf32>
-// CHECK-NOT: memref.extract_aligned_pointer_as_index
-// CHECK: gpu.launch {{.*}} in (%{{.*}} = %c32
-// CHECK-NOT: vector.load
-// CHECK: memref.load %[[X]]
-// CHECK: gpu.all_reduce  add
-// CHECK: memref.load %[[Y]]
-// CHECK: gpu.barrier
-// CHECK: memref.store %{{.*}}, %[[Y]]
-// CHECK: gpu.terminator
+// A row of 7 is no multiple of the 4 lanes, and argmax combines with a
+// select: both left to kina-gpu-map-reductions.
+// CHECK-LABEL: func.func @left_alone(
 // CHECK-NOT: gpu.launch
+// CHECK: linalg.generic
 // CHECK: linalg.generic
 // CHECK-NOT: gpu.launch
 // CHECK: return
-func.func @odd_row_and_argmax(%x: memref<?x7xf32>, %y: memref<?xf32>, %v: memref<?xf32>, %i: memref<?xi64>, %w: memref<?x8xf32>) {
+func.func @left_alone(%x: memref<?x7xf32>, %y: memref<?xf32>, %v: memref<?xf32>, %i: memref<?xi64>, %w: memref<?x8xf32>) {
   linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : memref<?x7xf32>) outs(%y : memref<?xf32>) {
   ^bb0(%in: f32, %acc: f32):
     %r = arith.addf %acc, %in : f32

@@ -45,9 +45,9 @@
 // projection to P (row) or to R (a parameter such as layer_norm's gain),
 // or, in an op over P only, the identity; a buffer the group writes is
 // read back only through the map it was written with; the memrefs are
-// allocations or function arguments (no views); R is static and
-// at most 32 * T elements (registers: 32 values per thread and buffer);
-// every reduction's yield is `comb(acc, contribution)` with an
+// allocations or function arguments (no views); R is static, a multiple of
+// V and at most 32 * T elements (registers: 32 values per thread and
+// buffer); every reduction's yield is `comb(acc, contribution)` with an
 // associative, commutative arith op gpu.all_reduce knows. V is 16 bytes
 // of the widest element type the kernel reads or writes in memory (4 for
 // f32, 8 for bf16/f16: bf16 loads, f32 arithmetic as MLIRGen writes it;
@@ -56,8 +56,7 @@
 // threads x 32). Elements narrower than 32 bits are loaded as 32-bit words
 // and split. The host checks that every buffer the kernel accesses is
 // 16-byte aligned and launches the vector kernel, else its scalar twin
-// (scalar loads and stores); a row that is no multiple of V gets only the
-// scalar kernel (V = 1). Anything else is left to
+// (scalar loads and stores). Anything else is left to
 // kina-gpu-map-reductions and kina-gpu-map-elementwise, which run after
 // this pass. Cannot fail.
 //
@@ -488,19 +487,26 @@ std::optional<RowGroup> growGroup(linalg::GenericOp seed) {
   }
   // Each buffer the group writes is read back only with the role it was
   // written with (Full elements stay with their thread, Row values are
-  // uniform), and a written full buffer is never a parameter elsewhere.
-  llvm::DenseMap<Value, Role> written;
+  // uniform), and a written full buffer is never a parameter elsewhere; a
+  // written full buffer is read back only through the very map it was
+  // written with: the kernel keeps its elements in registers and stores
+  // them at its end, so a read through another map (a concat's
+  // `(d0, 0, d2, 0)` over unit dims) would load memory not written yet.
+  llvm::DenseMap<Value, std::pair<Role, AffineMap>> written;
   for (Member &m : g.members) {
     for (OpOperand &operand : m.op->getOpOperands()) {
       Value v = operand.get();
       if (!isa<MemRefType>(v.getType()))
         continue;
       Role role = m.roles[operand.getOperandNumber()];
+      AffineMap map = m.op.getMatchingIndexingMap(&operand);
       auto it = written.find(v);
-      if (it != written.end() && it->second != role)
+      if (it != written.end() &&
+          (it->second.first != role ||
+           (role == Role::Full && it->second.second != map)))
         return std::nullopt;
       if (m.op.isDpsInit(&operand))
-        written.try_emplace(v, role);
+        written.try_emplace(v, role, map);
     }
   }
   // A dealloc of a buffer the kernel uses moves after the kernel; one the
@@ -535,12 +541,8 @@ public:
     if (widest == 0 || widest > kVectorBytes)
       return false;
     lanes = kVectorBytes / widest;
-    // A row that is no multiple of V (softmax over 10 classes) gets only
-    // the scalar kernel, one element per chunk: still one pass and one
-    // launch instead of a kernel per op.
-    vectorKernel = g.rTotal % lanes == 0;
-    if (!vectorKernel)
-      lanes = 1;
+    if (g.rTotal % lanes != 0)
+      return false;
     int64_t vectors = g.rTotal / lanes;
     // kMaxPerThread elements per thread where the row is long enough (a
     // multiple of the warp, at most kMaxThreads threads): fewer threads per
@@ -572,11 +574,6 @@ public:
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, np, zero);
     auto guard = scf::IfOp::create(b, loc, nonEmpty, /*withElse=*/false);
     b.setInsertionPointToStart(&guard.getThenRegion().front());
-    if (!vectorKernel) {
-      emitKernel(b, np, /*vectors=*/false);
-      cleanUp(guard);
-      return;
-    }
     // The vector kernel where every buffer it accesses in memory is
     // 16-byte aligned (checked here, on the host), else the scalar kernel.
     // One kernel per case rather than a branch per access: LLVM merges the
@@ -652,7 +649,6 @@ private:
   llvm::DenseMap<Value, SmallVector<Value>> fullValues, paramValues;
   llvm::DenseMap<Value, Value> rowValues;
   llvm::SetVector<Value> writtenFull, writtenRow;
-  bool vectorKernel = true; // R is a multiple of V: a vector kernel too
   bool vectorAccess = true; // the kernel being built: vector accesses
   llvm::DenseSet<Value> readFromMemory; // row buffers the kernel loads
 
