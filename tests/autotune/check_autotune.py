@@ -75,6 +75,21 @@ def write_json(path, obj):
         json.dump(obj, f, indent=2)
 
 
+def search(kinac, work, stem, source, cache_name, so_name, shape):
+    """Writes `source` to WORK/STEM.kir and runs a real --autotune search
+    (4 s budget, --tune-shape `shape`) into WORK/CACHE_NAME, building
+    WORK/SO_NAME; returns (kir, cache, so, the completed process)."""
+    kir = os.path.join(work, stem + '.kir')
+    with open(kir, 'w') as f:
+        f.write(source)
+    cache = os.path.join(work, cache_name)
+    so = os.path.join(work, so_name)
+    r = run([kinac, kir, '--autotune', '--tune-shape', shape,
+             '--autotune-budget', '4', '--tuning-cache', cache,
+             '--emit=shared', '-o', so])
+    return kir, cache, so, r
+
+
 def read_bytes(path):
     with open(path, 'rb') as f:
         return f.read()
@@ -88,16 +103,9 @@ def main():
     args = ap.parse_args()
     kinac = args.kinac
     work = tempfile.mkdtemp(prefix='kina-autotune-')
-    kir = os.path.join(work, 'mm.kir')
-    with open(kir, 'w') as f:
-        f.write(MATMUL)
-    cache = os.path.join(work, 'cache.json')
-
     # A real search, bounded to a few seconds.
-    tuned_so = os.path.join(work, 'tuned.so')
-    r = run([kinac, kir, '--autotune', '--tune-shape', 'N=200',
-             '--autotune-budget', '4', '--tuning-cache', cache,
-             '--emit=shared', '-o', tuned_so])
+    kir, cache, tuned_so, r = search(kinac, work, 'mm', MATMUL, 'cache.json',
+                                     'tuned.so', 'N=200')
     check(r.returncode == 0, '--autotune exits 0 (%s)' % r.stderr[-2000:])
     if r.returncode != 0:
         return
@@ -323,14 +331,8 @@ func @rs(%x: f32[R, N]) -> f32[R] {
 def check_reductions(args, work):
     """The "cpu.vectorize" space: search, results, hand-written schedules."""
     kinac = args.kinac
-    kir = os.path.join(work, 'red.kir')
-    with open(kir, 'w') as f:
-        f.write(REDUCTIONS)
-    cache = os.path.join(work, 'red.json')
-    so = os.path.join(work, 'red.so')
-    r = run([kinac, kir, '--autotune', '--tune-shape', 'R=64,N=512',
-             '--autotune-budget', '4', '--tuning-cache', cache,
-             '--emit=shared', '-o', so])
+    kir, cache, so, r = search(kinac, work, 'red', REDUCTIONS, 'red.json',
+                               'red.so', 'R=64,N=512')
     check(r.returncode == 0, 'reductions: --autotune exits 0 (%s)' %
           r.stderr[-2000:])
     if r.returncode != 0:
