@@ -18,7 +18,10 @@
 // outer ones a loop of calls. Each thread keeps, per device, a cuBLASLt
 // handle, a 32 MiB workspace (cuMemAlloc) and the plans it made (layouts,
 // operation descriptor and the heuristic's algorithm, by problem), so a
-// repeated shape costs one cublasLtMatmul.
+// repeated shape costs one cublasLtMatmul. kina_rt_gpu_matmul_epilogue adds
+// cuBLASLt's epilogue (bias, relu, gelu), alpha and a residual read as
+// cuBLASLt's C (beta 1) while the result is its D (docs/cuda.md, "Matmul
+// epilogues").
 //
 //===----------------------------------------------------------------------===//
 #include "CublasLt.h"

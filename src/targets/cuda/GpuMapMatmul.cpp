@@ -41,6 +41,12 @@
 // into the fallback branch (the runtime then computes C = A B, else C +=
 // A B).
 //
+// Epilogues (docs/cuda.md, "Matmul epilogues"): when such an f32 product,
+// zero-filled, has one element-by-element consumer computing exactly
+// act(alpha * c + residual + bias) in f32 (epilogueAfter says which), the
+// call is kina_rt_gpu_matmul_epilogue and cuBLASLt writes the consumer's
+// output; the fill, the kernel and the consumer form the fallback.
+//
 //===----------------------------------------------------------------------===//
 #include "CudaPasses.h"
 #include "GpuCodegen.h"
