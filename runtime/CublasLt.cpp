@@ -18,7 +18,10 @@
 // outer ones a loop of calls. Each thread keeps, per device, a cuBLASLt
 // handle, a 32 MiB workspace (cuMemAlloc) and the plans it made (layouts,
 // operation descriptor and the heuristic's algorithm, by problem), so a
-// repeated shape costs one cublasLtMatmul.
+// repeated shape costs one cublasLtMatmul. kina_rt_gpu_matmul_epilogue adds
+// cuBLASLt's epilogue (bias, relu, gelu), alpha and a residual read as
+// cuBLASLt's C (beta 1) while the result is its D (docs/cuda.md, "Matmul
+// epilogues").
 //
 //===----------------------------------------------------------------------===//
 #include "CublasLt.h"
@@ -64,6 +67,12 @@ static_assert(kDescTransA == CUBLASLT_MATMUL_DESC_TRANSA &&
 static_assert(kLayoutBatchCount == CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT &&
               kLayoutBatchStride ==
                   CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET);
+static_assert(kDescEpilogue == CUBLASLT_MATMUL_DESC_EPILOGUE &&
+              kDescBiasPointer == CUBLASLT_MATMUL_DESC_BIAS_POINTER);
+static_assert(kEpilogueDefault == CUBLASLT_EPILOGUE_DEFAULT &&
+              kEpilogueRelu == CUBLASLT_EPILOGUE_RELU &&
+              kEpilogueBias == CUBLASLT_EPILOGUE_BIAS &&
+              kEpilogueGelu == CUBLASLT_EPILOGUE_GELU);
 static_assert(kPrefMaxWorkspace == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES &&
               kPrefAlignA == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES &&
               kPrefAlignD == CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES);
@@ -233,6 +242,13 @@ struct Problem {
   std::vector<std::array<int64_t, 3>> outerStrides; ///< A, B, C.
   const char *a = nullptr, *b = nullptr;
   char *c = nullptr;
+  /// kina_rt_gpu_matmul_epilogue: KINA_GPU_EPILOGUE_* bits, alpha, the
+  /// bias (f32[n], unit stride) and the residual (laid out as C; read as
+  /// cuBLASLt's C, beta 1, while `c` is its D).
+  int32_t epilogue = 0;
+  double alpha = 1.0;
+  const char *bias = nullptr, *residual = nullptr;
+  int biasAlignment = 256;
 };
 
 /// Builds the problem from kina_rt_gpu_matmul's arguments; false when
@@ -325,6 +341,18 @@ bool normalise(int32_t types, int32_t flags, int32_t batchRank,
   return true;
 }
 
+/// CUBLASLT_EPILOGUE_* of KINA_GPU_EPILOGUE_* bits (the residual is beta).
+uint32_t epilogueOf(int32_t bits) {
+  uint32_t e = 0;
+  if (bits & KINA_GPU_EPILOGUE_BIAS)
+    e |= kEpilogueBias;
+  if (bits & KINA_GPU_EPILOGUE_RELU)
+    e |= kEpilogueRelu;
+  if (bits & KINA_GPU_EPILOGUE_GELU_TANH)
+    e |= kEpilogueGelu;
+  return e ? e : kEpilogueDefault;
+}
+
 /// What cuBLASLt needs for one problem shape, made once per thread.
 struct Plan {
   Api const *api = nullptr;
@@ -365,8 +393,8 @@ PlanKey keyOf(const Problem &p) {
           p.x.alignment,
           p.y.alignment,
           p.d.alignment,
-          0,
-          0};
+          p.epilogue,
+          p.biasAlignment};
 }
 
 /// A thread's cuBLASLt state on one device.
@@ -435,6 +463,18 @@ int32_t makePlan(DeviceState &state, const Problem &p, Plan &plan) {
       (s = api.cublasLtMatmulDescSetAttribute(plan.desc, kDescTransB, &opY,
                                               sizeof(opY))) != kSuccess)
     return pendCublas(api, s, "cublasLtMatmulDescSetAttribute");
+  if (uint32_t epilogue = epilogueOf(p.epilogue);
+      epilogue != kEpilogueDefault) {
+    // The bias pointer is set again before each call; the heuristic reads
+    // its alignment from this one.
+    if ((s = api.cublasLtMatmulDescSetAttribute(plan.desc, kDescEpilogue,
+                                                &epilogue, sizeof(epilogue))) !=
+            kSuccess ||
+        (p.bias && (s = api.cublasLtMatmulDescSetAttribute(
+                        plan.desc, kDescBiasPointer, &p.bias,
+                        sizeof(p.bias))) != kSuccess))
+      return pendCublas(api, s, "cublasLtMatmulDescSetAttribute");
+  }
   auto layout = [&](MatrixLayout &out, const Operand &o, int type) {
     Status r = api.cublasLtMatrixLayoutCreate(&out, type, o.rows, o.cols, o.ld);
     if (r != kSuccess)
@@ -531,8 +571,15 @@ int32_t run(void *opaque, const cuda::DriverApi &driver, CUstream stream,
     request.unsupported = true;
     return KINA_STATUS_SUCCESS;
   }
-  float alpha32 = 1.0f, beta32 = p.accumulate ? 1.0f : 0.0f;
-  double alpha64 = 1.0, beta64 = p.accumulate ? 1.0 : 0.0;
+  if (p.bias) {
+    Status s = api.cublasLtMatmulDescSetAttribute(plan.desc, kDescBiasPointer,
+                                                  &p.bias, sizeof(p.bias));
+    if (s != kSuccess)
+      return pendCublas(api, s, "cublasLtMatmulDescSetAttribute");
+  }
+  bool addC = p.accumulate || p.residual;
+  float alpha32 = static_cast<float>(p.alpha), beta32 = addC ? 1.0f : 0.0f;
+  double alpha64 = p.alpha, beta64 = addC ? 1.0 : 0.0;
   bool f64 = p.aType == KINA_GPU_MATMUL_F64;
   const void *alpha = f64 ? static_cast<const void *>(&alpha64) : &alpha32;
   const void *beta = f64 ? static_cast<const void *>(&beta64) : &beta32;
@@ -547,9 +594,10 @@ int32_t run(void *opaque, const cuda::DriverApi &driver, CUstream stream,
       offC += index[i] * p.outerStrides[i][2];
     }
     char *c = p.c + offC * ce;
+    const char *cIn = p.residual ? p.residual + offC * ce : c;
     Status s = api.cublasLtMatmul(
         state.handle, plan.desc, alpha, p.b + offB * ae, plan.x,
-        p.a + offA * ae, plan.y, beta, c, plan.d, c, plan.d, &plan.algo,
+        p.a + offA * ae, plan.y, beta, cIn, plan.d, c, plan.d, &plan.algo,
         reinterpret_cast<void *>(static_cast<uintptr_t>(state.workspace)),
         kWorkspaceBytes, stream);
     if (s != kSuccess)
@@ -561,6 +609,48 @@ int32_t run(void *opaque, const cuda::DriverApi &driver, CUstream stream,
       break;
   }
   return KINA_STATUS_SUCCESS;
+}
+
+/// Adds kina_rt_gpu_matmul_epilogue's epilogue to the normalised `p`;
+/// false when cuBLASLt cannot apply it as asked (the caller's unfused code
+/// then runs): C not f32, an accumulating product, unknown bits, relu and
+/// gelu together, a pointer missing for its bit, a bias without unit stride
+/// (along n > 1), a residual whose strides differ from C's.
+bool applyEpilogue(const int64_t *dims, int32_t batchRank, int32_t epilogue,
+                   double alpha, const void *bias, const void *residual,
+                   Problem &p) {
+  constexpr int32_t all = KINA_GPU_EPILOGUE_BIAS | KINA_GPU_EPILOGUE_RELU |
+                          KINA_GPU_EPILOGUE_GELU_TANH |
+                          KINA_GPU_EPILOGUE_RESIDUAL;
+  bool wantBias = epilogue & KINA_GPU_EPILOGUE_BIAS;
+  bool wantResidual = epilogue & KINA_GPU_EPILOGUE_RESIDUAL;
+  if (p.cType != KINA_GPU_MATMUL_F32 || p.accumulate || (epilogue & ~all) ||
+      ((epilogue & KINA_GPU_EPILOGUE_RELU) &&
+       (epilogue & KINA_GPU_EPILOGUE_GELU_TANH)) ||
+      wantBias != (bias != nullptr) || wantResidual != (residual != nullptr))
+    return false;
+  int64_t n = dims[1];
+  // After m, n, k, the batch sizes and A's, B's and C's strides.
+  const int64_t *cStrides = dims + 3 + batchRank + 2 * (batchRank + 2);
+  const int64_t *extra = cStrides + batchRank + 2;
+  if (wantBias) {
+    if (n > 1 && *extra != 1)
+      return false;
+    ++extra;
+    p.bias = static_cast<const char *>(bias);
+    p.biasAlignment = alignmentOf(reinterpret_cast<uintptr_t>(bias));
+  }
+  if (wantResidual) {
+    for (int32_t i = 0; i < batchRank + 2; ++i)
+      if (extra[i] != cStrides[i])
+        return false;
+    p.residual = static_cast<const char *>(residual);
+    p.d.alignment = std::min(
+        p.d.alignment, alignmentOf(reinterpret_cast<uintptr_t>(residual)));
+  }
+  p.epilogue = epilogue;
+  p.alpha = alpha;
+  return true;
 }
 
 } // namespace
@@ -594,17 +684,14 @@ std::string describeProblem(int32_t types, int32_t flags, int32_t batchRank,
 
 } // namespace kina::rt::cublaslt
 
-extern "C" int32_t kina_rt_gpu_matmul(int32_t types, int32_t flags,
-                                      int32_t batchRank, const int64_t *dims,
-                                      const void *a, const void *b, void *c) {
+namespace {
+
+/// Queues `problem` (built by normalise) through cuBLASLt: what both entry
+/// points return (1 taken or failed with a pending error, 0 not taken).
+int32_t submit(kina::rt::cublaslt::Problem &problem) {
   using namespace kina::rt::cublaslt;
   int32_t handled = 1;
   int32_t guarded = kina::rt::guardStatus(kWhere, [&] {
-    Problem problem;
-    if (!dims || !normalise(types, flags, batchRank, dims, a, b, c, problem)) {
-      handled = 0;
-      return KINA_STATUS_SUCCESS;
-    }
     const Library *library = nullptr;
     int32_t status = loadLibrary(kWhere, library);
     if (status != KINA_STATUS_SUCCESS)
@@ -618,4 +705,29 @@ extern "C" int32_t kina_rt_gpu_matmul(int32_t types, int32_t flags,
   if (guarded != KINA_STATUS_SUCCESS) // An exception: pending as well.
     kina::rt::gpu::pendError(guarded, kina_last_error());
   return handled;
+}
+
+} // namespace
+
+extern "C" int32_t kina_rt_gpu_matmul(int32_t types, int32_t flags,
+                                      int32_t batchRank, const int64_t *dims,
+                                      const void *a, const void *b, void *c) {
+  kina::rt::cublaslt::Problem problem;
+  if (!dims || !kina::rt::cublaslt::normalise(types, flags, batchRank, dims, a,
+                                              b, c, problem))
+    return 0;
+  return submit(problem);
+}
+
+extern "C" int32_t
+kina_rt_gpu_matmul_epilogue(int32_t types, int32_t flags, int32_t batchRank,
+                            const int64_t *dims, const void *a, const void *b,
+                            void *c, int32_t epilogue, double alpha,
+                            const void *bias, const void *residual) {
+  using namespace kina::rt::cublaslt;
+  Problem problem;
+  if (!dims || !normalise(types, flags, batchRank, dims, a, b, c, problem) ||
+      !applyEpilogue(dims, batchRank, epilogue, alpha, bias, residual, problem))
+    return 0;
+  return submit(problem);
 }

@@ -48,6 +48,9 @@ constexpr int kComputeF32 = 68, kComputeF32FastTf32 = 77, kComputeF64 = 70;
 constexpr int kR32F = 0, kR64F = 1, kR16F = 2, kR16BF = 14;
 constexpr int kDescTransA = 3, kDescTransB = 4;
 constexpr int kLayoutBatchCount = 5, kLayoutBatchStride = 6;
+constexpr int kDescEpilogue = 7, kDescBiasPointer = 8;
+constexpr uint32_t kEpilogueDefault = 1, kEpilogueRelu = 2, kEpilogueBias = 4,
+                   kEpilogueGelu = 32;
 constexpr int kPrefMaxWorkspace = 1, kPrefAlignA = 5, kPrefAlignB = 6,
               kPrefAlignC = 7, kPrefAlignD = 8;
 

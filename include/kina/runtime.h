@@ -290,6 +290,32 @@ int32_t kina_rt_gpu_matmul(int32_t types, int32_t flags, int32_t batchRank,
                            const int64_t *dims, const void *a, const void *b,
                            void *c);
 
+/* Epilogue bits of kina_rt_gpu_matmul_epilogue (cuBLASLt's epilogues). */
+#define KINA_GPU_EPILOGUE_BIAS 1      /* + bias[n] (CUBLASLT_EPILOGUE_BIAS) */
+#define KINA_GPU_EPILOGUE_RELU 2      /* then max(x, 0) */
+#define KINA_GPU_EPILOGUE_GELU_TANH 4 /* then gelu, tanh form */
+#define KINA_GPU_EPILOGUE_RESIDUAL 8  /* + residual (beta = 1) */
+
+/** kina_rt_gpu_matmul with an epilogue applied by cuBLASLt before the one
+ *  rounding to C's type (f32 C only, no KINA_GPU_MATMUL_ACCUMULATE):
+ *  C[b..., m, n] = act(alpha * sum_k A B + residual[b..., m, n] + bias[n]),
+ *  where the residual term is there with KINA_GPU_EPILOGUE_RESIDUAL, the
+ *  bias term with KINA_GPU_EPILOGUE_BIAS and act is RELU (max(x, 0)),
+ *  GELU_TANH (0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))) or the
+ *  identity. `dims` is kina_rt_gpu_matmul's followed, with BIAS, by the
+ *  bias's element stride and, with RESIDUAL, by the residual's element
+ *  strides (batch..., m, n). `bias` and `residual` point at element 0 of f32
+ *  buffers (null when their bit is clear); C may be the residual's buffer.
+ *  Returns as kina_rt_gpu_matmul; also 0 (nothing done, the compiled code
+ *  runs its unfused kernels) when the epilogue is not expressible: another
+ *  C type, a bias stride other than 1, a residual laid out unlike C, an
+ *  epilogue cuBLASLt offers no algorithm for. Thread-safe. */
+int32_t kina_rt_gpu_matmul_epilogue(int32_t types, int32_t flags,
+                                    int32_t batchRank, const int64_t *dims,
+                                    const void *a, const void *b, void *c,
+                                    int32_t epilogue, double alpha,
+                                    const void *bias, const void *residual);
+
 /*===--- Kernel launch support (MLIR's gpu-to-llvm ABI)
  * ---------------------===*/
 

@@ -809,6 +809,62 @@ def _(rng):
     return Case(kir, "f", runs)
 
 
+# The element-by-element consumers the cuda target computes in cuBLASLt's
+# epilogue (docs/cuda.md, "Matmul epilogues"); on the cpu target ordinary
+# fused loops. Each checks the fused form against float64 NumPy.
+@case("matmul_epilogue_bias_relu")
+def _(rng):
+    kir = ("func @f(%x: f32[N, 64], %w: f32[64, 32], %b: f32[32]) -> "
+           "f32[N, 32] {\n  %h = matmul %x, %w\n  %h1 = add %h, %b\n"
+           "  %a = relu %h1\n  return %a\n}\n")
+    w, b = uniform(rng, (64, 32), -0.5, 0.5), uniform(rng, (32,), -1, 1)
+    runs = []
+    for n in (37, 1):
+        x = uniform(rng, (n, 64), -1, 1)
+        runs.append(Run([x, w, b], [np.maximum(f64(x) @ f64(w) + f64(b), 0)
+                                    .astype(np.float32)]))
+    # NaN propagates through relu (maximumf), as np.maximum: a NaN in row 1
+    # makes that row NaN; an infinity in row 2 gives inf or NaN per column.
+    x = uniform(rng, (5, 64), -1, 1)
+    x[1, 3] = np.nan
+    x[2, 0] = np.inf
+    with np.errstate(invalid="ignore"):
+        ref = np.maximum(f64(x) @ f64(w) + f64(b), 0).astype(np.float32)
+    runs.append(Run([x, w, b], [ref]))
+    return Case(kir, "f", runs)
+
+
+@case("matmul_epilogue_bias_gelu_tanh")
+def _(rng):
+    kir = ("func @f(%x: f32[B, 16, 24], %w: f32[24, 40], %b: f32[40]) -> "
+           "f32[B, 16, 40] {\n  %f0 = matmul %x, %w\n  %f1 = add %f0, %b\n"
+           "  %f = gelu %f1 {approximate = \"tanh\"}\n  return %f\n}\n")
+    w, b = uniform(rng, (24, 40), -1, 1), uniform(rng, (40,), -2, 2)
+    runs = []
+    for batch in (3, 1):
+        x = uniform(rng, (batch, 16, 24), -1, 1)
+        ref = _gelu_tanh(np.matmul(f64(x), f64(w)) + f64(b))
+        runs.append(Run([x, w, b], [ref.astype(np.float32)]))
+    return Case(kir, "f", runs)
+
+
+@case("matmul_epilogue_scale_and_residual")
+def _(rng):
+    # A scale alone (alpha 0.3), and a residual after a power-of-two scale
+    # (alpha 0.125, beta 1) over a strided batch.
+    kir = ("func @f(%a: f32[2, 5, 7], %b: f32[2, 7, 6], %c: f32[2, 7, 4], "
+           "%r: f32[2, 5, 4]) -> (f32[2, 5, 6], f32[2, 5, 4]) {\n"
+           "  %p = matmul %a, %b\n  %s = mul %p, 0.3\n"
+           "  %t0 = matmul %a, %c\n  %t1 = mul %t0, 0.125\n"
+           "  %t = add %r, %t1\n  return %s, %t\n}\n")
+    a, b = uniform(rng, (2, 5, 7), -1, 1), uniform(rng, (2, 7, 6), -1, 1)
+    c, r = uniform(rng, (2, 7, 4), -1, 1), uniform(rng, (2, 5, 4), -3, 3)
+    s = np.matmul(f64(a), f64(b)) * f64(np.float32(0.3))
+    t = f64(r) + np.matmul(f64(a), f64(c)) * 0.125
+    return Case(kir, "f", [Run([a, b, c, r], [s.astype(np.float32),
+                                              t.astype(np.float32)])])
+
+
 @case("matmul_kernel_edges")
 def _(rng):
     # The register-tiled kernel (src/passes/MatmulKernel.cpp): rows not a

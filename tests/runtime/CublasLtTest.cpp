@@ -23,6 +23,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -381,3 +382,97 @@ TEST_F(GpuLaunchMatmul, BatchedBroadcastF64AndBf16) {
 }
 
 } // namespace
+
+// kina_rt_gpu_matmul_epilogue (docs/cuda.md, "Matmul epilogues"): each
+// epilogue against a double reference of act(alpha A B + residual + bias);
+// relu keeps a NaN row NaN (as Kina's maximumf); a bias stride other than 1
+// and a residual laid out unlike C are declined (0, C untouched).
+TEST_F(GpuLaunchMatmul, EpiloguesBiasReluGeluResidual) {
+  std::mt19937 rng(13);
+  std::normal_distribution<float> normal;
+  const int64_t m = 19, n = 24, k = 33;
+  Managed a(m * k * 4), b(k * n * 4), c(m * n * 4), bias(n * 4),
+      residual(m * n * 4);
+  for (int64_t i = 0; i < m * k; ++i)
+    a.as<float>()[i] = normal(rng);
+  a.as<float>()[2 * k + 5] = NAN; // Row 2 of the product is NaN.
+  for (int64_t i = 0; i < k * n; ++i)
+    b.as<float>()[i] = normal(rng);
+  for (int64_t i = 0; i < n; ++i)
+    bias.as<float>()[i] = normal(rng);
+  for (int64_t i = 0; i < m * n; ++i)
+    residual.as<float>()[i] = normal(rng);
+  int32_t f32 = KINA_GPU_MATMUL_F32 | KINA_GPU_MATMUL_F32 << 8;
+  // m, n, k, A's, B's and C's strides, the bias's, the residual's.
+  std::vector<int64_t> dims = {m, n, k, k, 1, n, 1, n, 1};
+  auto call = [&](int32_t bits, double alpha, std::vector<int64_t> extra,
+                  int32_t &handled) {
+    std::vector<int64_t> all = dims;
+    all.insert(all.end(), extra.begin(), extra.end());
+    kina_rt_begin_call();
+    int32_t status = kina_rt_gpu_enter();
+    if (status)
+      return status;
+    handled = kina_rt_gpu_matmul_epilogue(
+        f32, 0, 0, all.data(), a.as<float>(), b.as<float>(), c.as<float>(),
+        bits, alpha, bits & KINA_GPU_EPILOGUE_BIAS ? bias.as<float>() : nullptr,
+        bits & KINA_GPU_EPILOGUE_RESIDUAL ? residual.as<float>() : nullptr);
+    return kina_rt_gpu_exit();
+  };
+  auto product = [&](int64_t i, int64_t j) {
+    double sum = 0;
+    for (int64_t p = 0; p < k; ++p)
+      sum += double(a.as<float>()[i * k + p]) * b.as<float>()[p * n + j];
+    return sum;
+  };
+  auto gelu = [](double x) {
+    return 0.5 * x *
+           (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+  };
+  struct Form {
+    int32_t bits;
+    double alpha;
+    std::vector<int64_t> extra;
+  };
+  for (const Form &form :
+       {Form{KINA_GPU_EPILOGUE_BIAS | KINA_GPU_EPILOGUE_RELU, 1.0, {1}},
+        Form{KINA_GPU_EPILOGUE_BIAS | KINA_GPU_EPILOGUE_GELU_TANH, 1.0, {1}},
+        Form{KINA_GPU_EPILOGUE_RESIDUAL | KINA_GPU_EPILOGUE_BIAS,
+             0.25,
+             {1, n, 1}},
+        Form{0, 0.3, {}}}) {
+    SCOPED_TRACE(form.bits);
+    std::fill(c.as<float>(), c.as<float>() + m * n, 12345.0f); // Poison.
+    int32_t handled = 0;
+    ASSERT_EQ(call(form.bits, form.alpha, form.extra, handled), 0)
+        << kina_last_error();
+    EXPECT_EQ(handled, 1);
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double x = form.alpha * product(i, j);
+        if (form.bits & KINA_GPU_EPILOGUE_RESIDUAL)
+          x += residual.as<float>()[i * n + j];
+        if (form.bits & KINA_GPU_EPILOGUE_BIAS)
+          x += bias.as<float>()[j];
+        if (form.bits & KINA_GPU_EPILOGUE_RELU)
+          x = std::isnan(x) ? x : std::max(x, 0.0);
+        if (form.bits & KINA_GPU_EPILOGUE_GELU_TANH)
+          x = gelu(x);
+        double got = c.as<float>()[i * n + j];
+        if (std::isnan(x)
+                ? !std::isnan(got)
+                : !(std::fabs(got - x) <= 1e-5 * std::max(1.0, std::fabs(x))))
+          ++wrong;
+      }
+    EXPECT_EQ(wrong, 0);
+  }
+  // Declined: a bias with stride 2; a residual with other strides.
+  std::vector<float> before(c.as<float>(), c.as<float>() + m * n);
+  int32_t handled = 1;
+  ASSERT_EQ(call(KINA_GPU_EPILOGUE_BIAS, 1.0, {2}, handled), 0);
+  EXPECT_EQ(handled, 0);
+  ASSERT_EQ(call(KINA_GPU_EPILOGUE_RESIDUAL, 1.0, {1, m}, handled), 0);
+  EXPECT_EQ(handled, 0);
+  EXPECT_EQ(std::memcmp(before.data(), c.as<float>(), m * n * 4), 0);
+}

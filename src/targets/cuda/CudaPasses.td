@@ -35,6 +35,11 @@ def GpuMapMatmulPass : Pass<"kina-gpu-map-matmul", "mlir::ModuleOp"> {
     pointers, sizes and strides, and the kernel runs only when that call
     returns 0 (a layout cuBLASLt cannot express); a zero fill of the result
     just before is moved into that fallback (cuBLASLt writes C = A B).
+    An f32 product whose only consumer is an element-by-element generic
+    computing act(alpha * c + residual + bias) exactly as Kina's f32 ops
+    (bias along the last dim, act relu or the tanh gelu) calls
+    `kina_rt_gpu_matmul_epilogue` instead, cuBLASLt's epilogue writing the
+    consumer's output; the consumer joins the fallback.
     `allow-tf32` lets f32 products use TF32 tensor cores. Other generics
     are left alone. Runs after `linalg-generalize-named-ops`, first of the
     three mappers. Cannot fail.

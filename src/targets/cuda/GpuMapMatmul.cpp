@@ -41,15 +41,23 @@
 // into the fallback branch (the runtime then computes C = A B, else C +=
 // A B).
 //
+// Epilogues (docs/cuda.md, "Matmul epilogues"): when such an f32 product,
+// zero-filled, has one element-by-element consumer computing exactly
+// act(alpha * c + residual + bias) in f32 (epilogueAfter says which), the
+// call is kina_rt_gpu_matmul_epilogue and cuBLASLt writes the consumer's
+// output; the fill, the kernel and the consumer form the fallback.
+//
 //===----------------------------------------------------------------------===//
 #include "CudaPasses.h"
 #include "GpuCodegen.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Dominance.h"
@@ -57,6 +65,7 @@
 
 #include "llvm/ADT/SmallBitVector.h"
 
+#include <cmath>
 #include <optional>
 
 using namespace mlir;
@@ -73,6 +82,8 @@ constexpr int64_t kTile = 16;
 /// The runtime function of the cuBLASLt route and its type codes
 /// (kina/runtime.h: KINA_GPU_MATMUL_*).
 constexpr llvm::StringLiteral kMatmulFunction = "kina_rt_gpu_matmul";
+constexpr llvm::StringLiteral kMatmulEpilogueFunction =
+    "kina_rt_gpu_matmul_epilogue";
 constexpr int32_t kF32 = 1, kF64 = 2, kF16 = 3, kBF16 = 4;
 constexpr int32_t kFlagTf32 = 1, kFlagAccumulate = 2;
 
@@ -283,6 +294,276 @@ linalg::GenericOp truncationAfter(linalg::GenericOp op,
   return trunc;
 }
 
+/// A consumer of an f32 product that cuBLASLt's epilogue computes
+/// (kina_rt_gpu_matmul_epilogue): `consumer` writes `output` = act(alpha *
+/// C + residual + bias) element by element.
+struct Epilogue {
+  linalg::GenericOp consumer;
+  int32_t bits = 0; ///< KINA_GPU_EPILOGUE_*
+  double alpha = 1.0;
+  Value bias, residual, output;
+  /// Deallocations of `op`'s operands before the consumer, to move after it.
+  SmallVector<memref::DeallocOp> deallocs;
+};
+
+constexpr int32_t kEpilogueBias = 1, kEpilogueRelu = 2, kEpilogueGeluTanh = 4,
+                  kEpilogueResidual = 8;
+
+/// The float constant `v` is (scalar arith.constant), if it is one.
+std::optional<double> constantOf(Value v) {
+  auto cst = v.getDefiningOp<arith::ConstantOp>();
+  auto attr = cst ? dyn_cast<FloatAttr>(cst.getValue()) : FloatAttr();
+  if (!attr)
+    return std::nullopt;
+  return attr.getValueAsDouble();
+}
+
+/// `v` is `OpTy(x, other)` in either operand order with `isOther(other)`:
+/// sets `x` and `other`.
+template <typename OpTy, typename Pred>
+bool matchCommutative(Value v, Value &x, Value &other, Pred isOther) {
+  auto op = v.getDefiningOp<OpTy>();
+  if (!op)
+    return false;
+  for (auto [a, b] : {std::pair(op.getLhs(), op.getRhs()),
+                      std::pair(op.getRhs(), op.getLhs())})
+    if (isOther(b)) {
+      x = a;
+      other = b;
+      return true;
+    }
+  return false;
+}
+
+/// `v` is the constant `value` (f32: to within f32 rounding).
+bool isConstant(Value v, double value) {
+  std::optional<double> c = constantOf(v);
+  return c && std::abs(*c - value) <= 1e-7 * std::abs(value);
+}
+
+/// `y` is MLIRGen's gelu, tanh form (MLIRGenScalar.cpp): 0.5 x * (1 +
+/// tanh(sqrt(2/pi) * (x + 0.044715 * (x * x * x)))); sets `x`. The erf form
+/// (math.erf) does not match.
+bool matchGeluTanh(Value y, Value &x) {
+  Value half, sum, other;
+  auto isHalfX = [&](Value v) {
+    Value c;
+    return matchCommutative<arith::MulFOp>(
+        v, half, c, [](Value w) { return isConstant(w, 0.5); });
+  };
+  if (!matchCommutative<arith::MulFOp>(y, sum, other, isHalfX))
+    return false;
+  Value tanhValue, one;
+  if (!matchCommutative<arith::AddFOp>(
+          sum, tanhValue, one, [](Value w) { return isConstant(w, 1.0); }))
+    return false;
+  auto tanhOp = tanhValue.getDefiningOp<math::TanhOp>();
+  Value poly, c;
+  if (!tanhOp || !matchCommutative<arith::MulFOp>(
+                     tanhOp.getOperand(), poly, c,
+                     [](Value w) { return isConstant(w, 0.7978845608028654); }))
+    return false;
+  Value cubeTerm, scaled, x3;
+  if (!matchCommutative<arith::AddFOp>(poly, cubeTerm, scaled, [&](Value w) {
+        Value k;
+        return matchCommutative<arith::MulFOp>(
+            w, x3, k, [](Value u) { return isConstant(u, 0.044715); });
+      }))
+    return false;
+  // poly = cubeTerm + 0.044715 * x3 with cubeTerm = x and x3 = (x * x) * x.
+  auto cube = x3.getDefiningOp<arith::MulFOp>();
+  if (!cube)
+    return false;
+  auto square = cube.getLhs().getDefiningOp<arith::MulFOp>();
+  if (!square || cube.getRhs() != cubeTerm || square.getLhs() != cubeTerm ||
+      square.getRhs() != cubeTerm || half != cubeTerm)
+    return false;
+  x = cubeTerm;
+  return true;
+}
+
+/// Whether `v` is an exact power of two (scaling by it commutes with
+/// rounding, barring overflow and underflow).
+bool isPowerOfTwo(double v) {
+  int exponent = 0;
+  return v != 0 && std::isfinite(v) &&
+         std::frexp(std::abs(v), &exponent) == 0.5;
+}
+
+/// The element-by-element consumer of `op`'s f32 result that cuBLASLt can
+/// apply as its epilogue, with exactly Kina's f32 arithmetic (docs/cuda.md,
+/// "Matmul epilogues"), or nullopt. Requires: C f32 and zero-filled just
+/// before (`fill`), n the last dim of C; `consumer` the first generic to use
+/// C after `op`, all its loops parallel, C read through the identity map, its
+/// output `output` (C itself or another f32 buffer, identity map, old value
+/// unread), its other inputs f32 biases (map: the last loop) or residuals
+/// (identity map); its region exactly act(alpha * c + residual + bias), each
+/// term optional, in that order, act relu (maximumf(x, 0)) or MLIRGen's tanh
+/// gelu, alpha a constant that must be a power of two when a bias or
+/// residual follows; C used by nothing else but its null check and
+/// deallocations (or, when the consumer writes C in place, ops after it);
+/// nothing between `op` and the consumer but allocations, checks, views and
+/// deallocations of other buffers (so `op` can move down to it).
+std::optional<Epilogue> epilogueAfter(linalg::GenericOp op,
+                                      const ContractionLoops &loops,
+                                      linalg::GenericOp fill) {
+  Value c = op.getDpsInits()[0];
+  auto cType = cast<MemRefType>(c.getType());
+  AffineMap cMap = op.getMatchingIndexingMap(&op.getDpsInitsMutable()[0]);
+  if (!fill || !cType.getElementType().isF32() || !loops.n ||
+      cMap.getNumResults() == 0 ||
+      cMap.getResults().back() != getAffineDimExpr(*loops.n, op.getContext()))
+    return std::nullopt;
+  DominanceInfo dominance(op->getParentOp());
+  // The consumer: the generic user of C that op dominates and that
+  // dominates every other user.
+  linalg::GenericOp consumer;
+  for (Operation *user : c.getUsers()) {
+    auto generic = dyn_cast<linalg::GenericOp>(user);
+    if (!generic || generic == op || generic == fill ||
+        !dominance.properlyDominates(op.getOperation(), generic))
+      continue;
+    if (!consumer || dominance.properlyDominates(generic.getOperation(),
+                                                 consumer.getOperation()))
+      consumer = generic;
+  }
+  if (!consumer || consumer->getParentRegion() != op->getParentRegion() ||
+      consumer.getNumDpsInits() != 1 || consumer.getNumReductionLoops() != 0 ||
+      !consumer.getRegion().front().getOps<linalg::IndexOp>().empty() ||
+      consumer.getNumLoops() != static_cast<unsigned>(cType.getRank()))
+    return std::nullopt;
+  Epilogue e;
+  e.consumer = consumer;
+  e.output = consumer.getDpsInits()[0];
+  OpOperand &out = consumer.getDpsInitsMutable()[0];
+  Block &body = consumer.getRegion().front();
+  if (!getElementTypeOrSelf(e.output.getType()).isF32() ||
+      !consumer.getMatchingIndexingMap(&out).isIdentity() ||
+      !consumer.getMatchingBlockArgument(&out).use_empty())
+    return std::nullopt;
+  bool inPlace = e.output == c;
+  for (Operation *user : c.getUsers()) {
+    if (user == op.getOperation() || user == fill.getOperation() ||
+        user == consumer.getOperation() ||
+        isa<memref::DeallocOp, memref::ExtractAlignedPointerAsIndexOp>(user) ||
+        (inPlace && dominance.properlyDominates(consumer.getOperation(), user)))
+      continue;
+    return std::nullopt;
+  }
+  // Inputs: C once (identity), biases and residuals.
+  unsigned rank = cType.getRank();
+  AffineMap lastLoop =
+      AffineMap::get(rank, 0, getAffineDimExpr(rank - 1, op.getContext()));
+  Value cArg;
+  SmallVector<std::pair<BlockArgument, Value>> biases, residuals;
+  for (OpOperand *in : consumer.getDpsInputOperands()) {
+    AffineMap map = consumer.getMatchingIndexingMap(in);
+    BlockArgument arg = consumer.getMatchingBlockArgument(in);
+    if (!isa<MemRefType>(in->get().getType()) ||
+        !getElementTypeOrSelf(in->get().getType()).isF32())
+      return std::nullopt;
+    if (in->get() == c && map.isIdentity() && !cArg)
+      cArg = arg;
+    else if (in->get() != c && map.isIdentity())
+      residuals.push_back({arg, in->get()});
+    else if (in->get() != c && map == lastLoop)
+      biases.push_back({arg, in->get()});
+    else
+      return std::nullopt;
+  }
+  if (!cArg)
+    return std::nullopt;
+  auto argIn = [](ArrayRef<std::pair<BlockArgument, Value>> list, Value v,
+                  Value &buffer) {
+    for (auto [arg, value] : list)
+      if (v == arg) {
+        buffer = value;
+        return true;
+      }
+    return false;
+  };
+  // The region, from the yield back to C: act, bias, residual, alpha.
+  Value y = cast<linalg::YieldOp>(body.getTerminator()).getValues()[0];
+  Value x, other;
+  unsigned matched = 0;
+  if (matchGeluTanh(y, x)) {
+    e.bits |= kEpilogueGeluTanh;
+    y = x;
+    matched += 9;
+  } else if (matchCommutative<arith::MaximumFOp>(y, x, other, [](Value w) {
+               std::optional<double> v = constantOf(w);
+               return v && *v == 0.0 && !std::signbit(*v);
+             })) {
+    e.bits |= kEpilogueRelu;
+    y = x;
+    ++matched;
+  }
+  if (matchCommutative<arith::AddFOp>(
+          y, x, other, [&](Value w) { return argIn(biases, w, e.bias); })) {
+    e.bits |= kEpilogueBias;
+    y = x;
+    ++matched;
+  }
+  if (matchCommutative<arith::AddFOp>(y, x, other, [&](Value w) {
+        return argIn(residuals, w, e.residual);
+      })) {
+    e.bits |= kEpilogueResidual;
+    y = x;
+    ++matched;
+  }
+  if (matchCommutative<arith::MulFOp>(
+          y, x, other, [](Value w) { return constantOf(w).has_value(); })) {
+    e.alpha = *constantOf(other);
+    y = x;
+    ++matched;
+  }
+  // Every non-constant op of the region matched, every input used.
+  unsigned ops = 0;
+  for (Operation &o : body.without_terminator())
+    if (!isa<arith::ConstantOp>(o))
+      ++ops;
+  if (y != cArg || ops != matched ||
+      biases.size() != (e.bits & kEpilogueBias ? 1u : 0u) ||
+      residuals.size() != (e.bits & kEpilogueResidual ? 1u : 0u) ||
+      (e.bits == 0 && e.alpha == 1.0))
+    return std::nullopt;
+  if ((e.bits & (kEpilogueBias | kEpilogueResidual)) && !isPowerOfTwo(e.alpha))
+    return std::nullopt;
+  // `op` (and its fill) move down to the consumer: what they read must be
+  // defined there and nothing on the way may touch memory.
+  for (Operation *o : {op.getOperation(), fill.getOperation()})
+    for (Value v : o->getOperands())
+      if (!dominance.properlyDominates(v, consumer.getOperation()))
+        return std::nullopt;
+  // A deallocation of an operand of `op` on the way moves after the
+  // consumer (in its block: nothing else there reads the buffer).
+  bool between = false, clean = true;
+  op->getParentRegion()->walk<WalkOrder::PreOrder>([&](Operation *o) {
+    if (o == consumer.getOperation())
+      between = false;
+    if (between && o->getParentRegion() == op->getParentRegion() &&
+        !isa<memref::AllocOp, memref::ExtractAlignedPointerAsIndexOp,
+             memref::DimOp, memref::CollapseShapeOp, memref::ExpandShapeOp,
+             arith::ConstantOp, arith::CmpIOp, cf::CondBranchOp, cf::BranchOp>(
+            o)) {
+      auto dealloc = dyn_cast<memref::DeallocOp>(o);
+      if (!dealloc)
+        clean = false;
+      else if (llvm::is_contained(op->getOperands(), dealloc.getMemref())) {
+        if (o->getBlock() == consumer->getBlock())
+          e.deallocs.push_back(dealloc);
+        else
+          clean = false;
+      }
+    }
+    if (o == op.getOperation())
+      between = true;
+  });
+  if (!clean)
+    return std::nullopt;
+  return e;
+}
+
 /// Declares `kina_rt_gpu_matmul(i32, i32, i32, i64, i64, i64, i64) -> i32`
 /// (kina/runtime.h; pointers as i64) in `module` once.
 func::FuncOp matmulFunction(ModuleOp module) {
@@ -297,12 +578,29 @@ func::FuncOp matmulFunction(ModuleOp module) {
   return f;
 }
 
+/// Declares `kina_rt_gpu_matmul_epilogue(i32, i32, i32, i64, i64, i64, i64,
+/// i32, f64, i64, i64) -> i32` (kina/runtime.h; pointers as i64) once.
+func::FuncOp matmulEpilogueFunction(ModuleOp module) {
+  if (auto f = module.lookupSymbol<func::FuncOp>(kMatmulEpilogueFunction))
+    return f;
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  auto f =
+      func::FuncOp::create(b, module.getLoc(), kMatmulEpilogueFunction,
+                           b.getFunctionType({i32, i32, i32, i64, i64, i64, i64,
+                                              i32, b.getF64Type(), i64, i64},
+                                             {i32}));
+  f.setPrivate();
+  return f;
+}
+
 /// Emits the runtime call of the cuBLASLt route before `op` (see the file
-/// comment) and returns the i1 "not handled": the kernel must run.
+/// comment; kina_rt_gpu_matmul_epilogue with `epilogue`) and returns the
+/// i1 "not handled": the kernel must run.
 Value emitLibraryCall(OpBuilder &b, Location loc, linalg::GenericOp op,
                       const ContractionLoops &loops, ArrayRef<Value> sizes,
                       Value nonEmpty, int32_t types, int32_t flags,
-                      Value output) {
+                      Value output, const Epilogue *epilogue) {
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
   auto toI64 = [&](Value v) {
     return arith::IndexCastOp::create(b, loc, i64, v).getResult();
@@ -316,9 +614,9 @@ Value emitLibraryCall(OpBuilder &b, Location loc, linalg::GenericOp op,
     // Per operand: element pointer and the stride of each loop dim.
     SmallVector<Value> pointers;
     SmallVector<SmallVector<Value>> strides; // [operand][loop]
-    for (OpOperand &operand : op->getOpOperands()) {
-      // C is `output` (the rounded result's buffer: same shape and map).
-      Value buffer = operand.getOperandNumber() == 2 ? output : operand.get();
+    // The element pointer of `buffer` and its stride per loop of `op`
+    // (`map`: loops to its dims); its metadata in `meta`.
+    auto describe = [&](Value buffer, AffineMap map) {
       auto type = cast<MemRefType>(buffer.getType());
       auto meta = memref::ExtractStridedMetadataOp::create(b, loc, buffer);
       Value base =
@@ -330,12 +628,19 @@ Value emitLibraryCall(OpBuilder &b, Location loc, linalg::GenericOp op,
       pointers.push_back(
           toI64(arith::AddIOp::create(b, loc, base, offsetBytes)));
       SmallVector<Value> perLoop(sizes.size(), zero);
-      AffineMap map = op.getMatchingIndexingMap(&operand);
       for (auto [i, e] : llvm::enumerate(map.getResults()))
         if (auto dim = dyn_cast<AffineDimExpr>(e))
           perLoop[dim.getPosition()] = meta.getStrides()[i];
       strides.push_back(perLoop);
+      return meta;
+    };
+    for (OpOperand &operand : op->getOpOperands()) {
+      // C is `output` (the rounded or epilogue result's buffer: same shape
+      // and map).
+      Value buffer = operand.getOperandNumber() == 2 ? output : operand.get();
+      describe(buffer, op.getMatchingIndexingMap(&operand));
     }
+    AffineMap cMap = op.getMatchingIndexingMap(&op.getDpsInitsMutable()[0]);
     SmallVector<Value> dims;
     dims.push_back(loops.m ? sizes[*loops.m] : one);
     dims.push_back(loops.n ? sizes[*loops.n] : one);
@@ -358,6 +663,21 @@ Value emitLibraryCall(OpBuilder &b, Location loc, linalg::GenericOp op,
       dims.push_back(strides[2][d]);
     dims.push_back(strideOf(2, loops.m));
     dims.push_back(strideOf(2, loops.n));
+    // kina_rt_gpu_matmul_epilogue: the bias's stride, the residual's
+    // strides (as C's: batch, m, n).
+    if (epilogue && epilogue->bias) {
+      auto meta = describe(epilogue->bias,
+                           AffineMap::get(sizes.size(), 0, b.getContext()));
+      dims.push_back(meta.getStrides()[0]);
+    }
+    if (epilogue && epilogue->residual) {
+      describe(epilogue->residual, cMap);
+      unsigned r = strides.size() - 1;
+      for (unsigned d : loops.batch)
+        dims.push_back(strides[r][d]);
+      dims.push_back(strideOf(r, loops.m));
+      dims.push_back(strideOf(r, loops.n));
+    }
     auto arrayType = MemRefType::get({static_cast<int64_t>(dims.size())}, i64);
     Value array = memref::AllocaOp::create(b, loc, arrayType);
     for (auto [i, v] : llvm::enumerate(dims))
@@ -369,12 +689,27 @@ Value emitLibraryCall(OpBuilder &b, Location loc, linalg::GenericOp op,
     auto constant = [&](int32_t v) {
       return arith::ConstantIntOp::create(b, loc, i32, v).getResult();
     };
-    func::FuncOp callee = matmulFunction(op->getParentOfType<ModuleOp>());
-    auto call = func::CallOp::create(
-        b, loc, callee,
-        ValueRange{constant(types), constant(flags),
-                   constant(static_cast<int32_t>(loops.batch.size())),
-                   arrayPointer, pointers[0], pointers[1], pointers[2]});
+    SmallVector<Value> arguments = {
+        constant(types),
+        constant(flags),
+        constant(static_cast<int32_t>(loops.batch.size())),
+        arrayPointer,
+        pointers[0],
+        pointers[1],
+        pointers[2]};
+    auto module = op->getParentOfType<ModuleOp>();
+    func::FuncOp callee = matmulFunction(module);
+    if (epilogue) {
+      callee = matmulEpilogueFunction(module);
+      Value null = arith::ConstantIntOp::create(b, loc, i64, 0);
+      unsigned next = 3;
+      arguments.push_back(constant(epilogue->bits));
+      arguments.push_back(arith::ConstantOp::create(
+          b, loc, b.getF64FloatAttr(epilogue->alpha)));
+      arguments.push_back(epilogue->bias ? pointers[next++] : null);
+      arguments.push_back(epilogue->residual ? pointers[next] : null);
+    }
+    auto call = func::CallOp::create(b, loc, callee, arguments);
     scf::YieldOp::create(b, loc, call.getResult(0));
     b.setInsertionPointToStart(&ifOp.getElseRegion().front());
     scf::YieldOp::create(b, loc, constant(0));
@@ -398,6 +733,16 @@ void mapContraction(linalg::GenericOp op, const ContractionLoops &loops,
       fill->moveBefore(trunc);
     op->moveBefore(trunc);
     types = (types & 0xff) | (types & 0xff) << 8;
+  }
+  std::optional<Epilogue> epilogue =
+      types && !trunc ? epilogueAfter(op, loops, fill) : std::nullopt;
+  if (epilogue) {
+    // cuBLASLt computes the consumer too; the fill, the kernel and the
+    // consumer form the fallback, moved to where the consumer was.
+    fill->moveBefore(epilogue->consumer);
+    op->moveBefore(epilogue->consumer);
+    for (memref::DeallocOp dealloc : llvm::reverse(epilogue->deallocs))
+      dealloc->moveAfter(epilogue->consumer);
   }
   OpBuilder b(op);
   Location loc = op.getLoc();
@@ -426,7 +771,10 @@ void mapContraction(linalg::GenericOp op, const ContractionLoops &loops,
     int32_t flags = (allowTf32 ? kFlagTf32 : 0) | (fill ? 0 : kFlagAccumulate);
     Value fallback =
         emitLibraryCall(b, loc, op, loops, sizes, nonEmpty, types, flags,
-                        trunc ? trunc.getDpsInits()[0] : op.getDpsInits()[0]);
+                        trunc      ? trunc.getDpsInits()[0]
+                        : epilogue ? epilogue->output
+                                   : op.getDpsInits()[0],
+                        epilogue ? &*epilogue : nullptr);
     auto kernel = scf::IfOp::create(b, loc, fallback, /*withElse=*/false);
     b.setInsertionPointToStart(&kernel.getThenRegion().front());
     if (fill)
@@ -545,6 +893,8 @@ void mapContraction(linalg::GenericOp op, const ContractionLoops &loops,
   storeOperand(b, loc, op, init, kLoop.getResult(0), ivsAt(row, col, kZero));
   if (trunc) // The fallback rounds after its kernel.
     trunc->moveBefore(fallbackBlock->getTerminator());
+  if (epilogue) // ... or runs the consumer.
+    epilogue->consumer->moveBefore(fallbackBlock->getTerminator());
   op.erase();
 }
 

@@ -119,6 +119,18 @@ int main(void) {
     CHECK(kina_rt_gpu_matmul(KINA_GPU_MATMUL_F32 | KINA_GPU_MATMUL_F32 << 8, 0,
                              0, dims, &a, &b, &c) == 1);
     CHECK(strstr(kina_last_error(), "kina_rt_gpu_matmul: "));
+    /* With a bias epilogue (unit bias stride after the strides): taken,
+     * status 3 as well; a non-unit bias stride is not taken (0). */
+    int64_t biasDims[10] = {1, 2, 1, 1, 1, 1, 1, 1, 1, 1};
+    float bias[2] = {0.0f, 0.0f}, c2[2] = {0.0f, 0.0f}, b2[2] = {1.0f, 1.0f};
+    CHECK(kina_rt_gpu_matmul_epilogue(
+              KINA_GPU_MATMUL_F32 | KINA_GPU_MATMUL_F32 << 8, 0, 0, biasDims,
+              &a, b2, c2, KINA_GPU_EPILOGUE_BIAS, 1.0, bias, NULL) == 1);
+    CHECK(strstr(kina_last_error(), "kina_rt_gpu_matmul: "));
+    biasDims[9] = 2;
+    CHECK(kina_rt_gpu_matmul_epilogue(
+              KINA_GPU_MATMUL_F32 | KINA_GPU_MATMUL_F32 << 8, 0, 0, biasDims,
+              &a, b2, c2, KINA_GPU_EPILOGUE_BIAS, 1.0, bias, NULL) == 0);
   }
   CHECK(kina_rt_gpu_enter_stream(-1, 0) == 1);
   CHECK(kina_rt_gpu_enter_stream(0, 0) == 3);
