@@ -1038,25 +1038,37 @@ private:
   }
 
   /// True when `memref` may be used after the group runs: by an op that
-  /// is neither a member, nor its allocation's null check or a
-  /// deallocation, nor inside the kernel being built, nor one that runs
-  /// before the group's first member (it properly dominates the member in
-  /// a region without cycles: the matmul writing the scores a softmax run
-  /// reads and overwrites), or any function argument. The kernel stores
-  /// only such buffers.
+  /// is neither a member, nor a deallocation, nor a null check (a
+  /// pointer extraction only compared), nor inside the kernel being
+  /// built, nor one that runs before the group's first member (it properly
+  /// dominates the member in a region without cycles: the matmul writing
+  /// the scores a softmax run reads and overwrites); a view's uses count
+  /// wherever the view is made. Any function argument counts. The kernel
+  /// stores only such buffers.
   bool usedAfter(Value memref) {
     if (isa<BlockArgument>(memref))
       return true;
     Operation *first = g.members.front().op;
     Region *region = first->getParentRegion();
     for (Operation *user : memref.getUsers()) {
-      if (isa<memref::DeallocOp, memref::ExtractAlignedPointerAsIndexOp>(user))
+      if (isa<memref::DeallocOp>(user))
         continue;
+      if (auto pointer = dyn_cast<memref::ExtractAlignedPointerAsIndexOp>(user))
+        if (llvm::all_of(pointer->getUsers(),
+                         [](Operation *u) { return isa<arith::CmpIOp>(u); }))
+          continue;
       if (llvm::any_of(g.members,
                        [&](Member &m) { return m.op.getOperation() == user; }))
         continue;
       if (kernelRoot && kernelRoot->isAncestor(user))
         continue;
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user))
+        if (view.getViewSource() == memref) {
+          if (llvm::any_of(user->getResults(),
+                           [&](Value r) { return usedAfter(r); }))
+            return true;
+          continue;
+        }
       Operation *ancestor = region->findAncestorOpInRegion(*user);
       if (!ancestor || !acyclic(*region) ||
           !dominance(first).properlyDominates(ancestor, first))
