@@ -264,3 +264,90 @@ func.func @param_then_written(%x: memref<8x8xf32>, %s: memref<8xf32>, %g: memref
   }
   return
 }
+
+// Attention's scale and causal mask before its softmax (GPT-2's block):
+// the elementwise producer over P x R joins the run, so the kernel reads
+// the matmul's f32 scores once and writes the bf16 probabilities once.
+// The scores buffer, overwritten by exp inside the run and used after it
+// by nothing but its deallocation, is not stored (its one other use, the
+// matmul, runs before the kernel); the masked bf16 scores and the row
+// buffers are no longer allocated.
+// CHECK-LABEL: func.func @attention_row(
+// CHECK-SAME: %[[Q:[^:]*]]: memref<4x8xf32>, %[[K:[^:]*]]: memref<8x8xf32>, %[[OUT:[^:]*]]: memref<4x8xbf16>
+// CHECK: %[[S:.*]] = memref.alloc() : memref<4x8xf32>
+// CHECK-NEXT: linalg.matmul
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: linalg.generic
+// CHECK: gpu.launch
+// CHECK: vector.load %[[S]]
+// CHECK: arith.mulf
+// CHECK: arith.truncf
+// CHECK: arith.cmpi ule
+// CHECK: arith.select
+// CHECK: gpu.all_reduce  maximumf
+// CHECK: math.exp
+// CHECK: gpu.all_reduce  add
+// CHECK-NOT: vector.store %{{.*}}, %[[S]]
+// CHECK: vector.store %{{.*}}, %[[OUT]]
+// CHECK: gpu.terminator
+// CHECK-NOT: linalg.generic
+// CHECK: memref.dealloc %[[S]]
+// CHECK-NEXT: return
+func.func @attention_row(%q: memref<4x8xf32>, %k: memref<8x8xf32>, %out: memref<4x8xbf16>) {
+  %scale = arith.constant 0.125 : f32
+  %ninf = arith.constant 0xFF80 : bf16
+  %ninf32 = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %s = memref.alloc() : memref<4x8xf32>
+  linalg.matmul ins(%q, %k : memref<4x8xf32>, memref<8x8xf32>) outs(%s : memref<4x8xf32>)
+  %p = memref.alloc() : memref<4x8xbf16>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%s : memref<4x8xf32>) outs(%p : memref<4x8xbf16>) {
+  ^bb0(%in: f32, %o: bf16):
+    %v = arith.mulf %in, %scale : f32
+    %t = arith.truncf %v : f32 to bf16
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %le = arith.cmpi ule, %j, %i : index
+    %r = arith.select %le, %t, %ninf : bf16
+    linalg.yield %r : bf16
+  }
+  %m = memref.alloc() : memref<4xf32>
+  linalg.generic {indexing_maps = [#fill_in, #fill_out], iterator_types = ["parallel"]} ins(%ninf32 : f32) outs(%m : memref<4xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%p : memref<4x8xbf16>) outs(%m : memref<4xf32>) {
+  ^bb0(%in: bf16, %acc: f32):
+    %x = arith.extf %in : bf16 to f32
+    %r = arith.maximumf %acc, %x : f32
+    linalg.yield %r : f32
+  }
+  %sum = memref.alloc() : memref<4xf32>
+  linalg.generic {indexing_maps = [#fill_in, #fill_out], iterator_types = ["parallel"]} ins(%zero : f32) outs(%sum : memref<4xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%p, %m : memref<4x8xbf16>, memref<4xf32>) outs(%s : memref<4x8xf32>) {
+  ^bb0(%in: bf16, %mx: f32, %o: f32):
+    %x = arith.extf %in : bf16 to f32
+    %d = arith.subf %x, %mx : f32
+    %e = math.exp %d : f32
+    linalg.yield %e : f32
+  }
+  memref.dealloc %m : memref<4xf32>
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%s : memref<4x8xf32>) outs(%sum : memref<4xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.addf %acc, %in : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%s, %sum : memref<4x8xf32>, memref<4xf32>) outs(%out : memref<4x8xbf16>) {
+  ^bb0(%in: f32, %sm: f32, %o: bf16):
+    %q2 = arith.divf %in, %sm : f32
+    %t = arith.truncf %q2 : f32 to bf16
+    linalg.yield %t : bf16
+  }
+  memref.dealloc %sum : memref<4xf32>
+  memref.dealloc %p : memref<4x8xbf16>
+  memref.dealloc %s : memref<4x8xf32>
+  return
+}
