@@ -1017,7 +1017,7 @@ private:
   /// after it.
   llvm::SetVector<Value> memoryOperands() {
     llvm::SetVector<Value> accessed;
-    llvm::DenseSet<Value> written;
+    llvm::SetVector<Value> written; // in program order: the checks too
     for (Member &m : g.members)
       for (OpOperand &operand : m.op->getOpOperands()) {
         Role role = m.roles[operand.getOperandNumber()];
