@@ -5,14 +5,16 @@
 // checked on the host, else a scalar twin of the kernel), the ops run in order on those values, the reductions
 // combine the threads' partials with gpu.all_reduce, and only what is read
 // after the run is stored; the row buffers only the run used are no longer
-// allocated. Runs that do not fit (a row that is no multiple of the lanes,
-// an argmax's select) are left to kina-gpu-map-reductions. Cannot fail.
+// allocated. A row that is no multiple of the lanes gets the scalar kernel
+// alone; runs that do not fit (an argmax's select) are left to
+// kina-gpu-map-reductions. Cannot fail.
 // RUN: %kina-opt %s --kina-gpu-map-rows | FileCheck %s
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
 #fill_in = affine_map<(d0) -> ()>
 #fill_out = affine_map<(d0) -> (d0)>
+#param = affine_map<(d0, d1) -> (d1)>
 
 // softmax as MLIRGen and bufferization leave it: fill m, m = max(x),
 // fill s, out = exp(x - m), s = sum(out), out = out / s.
@@ -141,15 +143,27 @@ func.func @row_sum(%x: memref<?x8xbf16>, %y: memref<?xf32>) {
   return
 }
 
-// A row of 7 is no multiple of the 4 lanes, and argmax combines with a
-// select: both left to kina-gpu-map-reductions.
-// CHECK-LABEL: func.func @left_alone(
+// A row of 7 is no multiple of the 4 lanes: the scalar kernel alone (no
+// alignment check, no vector access, one element per chunk). Its result
+// is also its init, which every thread reads, so thread 0 stores it after
+// a barrier. argmax combines with a select: left to
+// kina-gpu-map-reductions.
+// CHECK-LABEL: func.func @odd_row_and_argmax(
+// CHECK-SAME: %[[X:[^:]*]]: memref<?x7xf32>, %[[Y:[^:]*]]: memref<?xf32>
+// CHECK-NOT: memref.extract_aligned_pointer_as_index
+// CHECK: gpu.launch {{.*}} in (%{{.*}} = %c32
+// CHECK-NOT: vector.load
+// CHECK: memref.load %[[X]]
+// CHECK: gpu.all_reduce  add
+// CHECK: memref.load %[[Y]]
+// CHECK: gpu.barrier
+// CHECK: memref.store %{{.*}}, %[[Y]]
+// CHECK: gpu.terminator
 // CHECK-NOT: gpu.launch
-// CHECK: linalg.generic
 // CHECK: linalg.generic
 // CHECK-NOT: gpu.launch
 // CHECK: return
-func.func @left_alone(%x: memref<?x7xf32>, %y: memref<?xf32>, %v: memref<?xf32>, %i: memref<?xi64>, %w: memref<?x8xf32>) {
+func.func @odd_row_and_argmax(%x: memref<?x7xf32>, %y: memref<?xf32>, %v: memref<?xf32>, %i: memref<?xi64>, %w: memref<?x8xf32>) {
   linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : memref<?x7xf32>) outs(%y : memref<?xf32>) {
   ^bb0(%in: f32, %acc: f32):
     %r = arith.addf %acc, %in : f32
@@ -164,5 +178,176 @@ func.func @left_alone(%x: memref<?x7xf32>, %y: memref<?xf32>, %v: memref<?xf32>,
     %ni = arith.select %gt, %ji, %bi : i64
     linalg.yield %nv, %ni : f32, i64
   }
+  return
+}
+
+// Differential test seed 156 (a concat over unit dims after a softmax):
+// an op whose body loads, at indices of its own, a buffer the run wrote
+// (%e, kept in registers and stored only at the kernel's end) does not
+// join: the run's kernel stores %e, then the op reads it.
+// CHECK-LABEL: func.func @loaded_after_written(
+// CHECK-SAME: %[[X:[^:]*]]: memref<?x7xf32>, %[[M:[^:]*]]: memref<?xf32>, %[[OUT:[^:]*]]: memref<?x7xf32>
+// CHECK: %[[E:.*]] = memref.alloc
+// CHECK: gpu.launch
+// CHECK: gpu.all_reduce  maximumf
+// CHECK: math.exp
+// CHECK: memref.store %{{.*}}, %[[E]]
+// CHECK: memref.store %{{.*}}, %[[OUT]]
+// CHECK: gpu.terminator
+// CHECK-NOT: gpu.launch
+// CHECK: linalg.generic {{.*}} outs(%[[OUT]] : memref<?x7xf32>)
+// CHECK: memref.load %[[E]]
+// CHECK: memref.dealloc %[[E]]
+func.func @loaded_after_written(%x: memref<?x7xf32>, %m: memref<?xf32>, %out: memref<?x7xf32>) {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %x, %c0 : memref<?x7xf32>
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : memref<?x7xf32>) outs(%m : memref<?xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.maximumf %acc, %in : f32
+    linalg.yield %r : f32
+  }
+  %e = memref.alloc(%n) : memref<?x7xf32>
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %m : memref<?x7xf32>, memref<?xf32>) outs(%e : memref<?x7xf32>) {
+  ^bb0(%in: f32, %mx: f32, %o: f32):
+    %d = arith.subf %in, %mx : f32
+    %v = math.exp %d : f32
+    linalg.yield %v : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%e : memref<?x7xf32>) outs(%out : memref<?x7xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %v = arith.negf %in : f32
+    linalg.yield %v : f32
+  }
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%out : memref<?x7xf32>) {
+  ^bb0(%o: f32):
+    %i = linalg.index 0 : index
+    %v = memref.load %e[%i, %c0] : memref<?x7xf32>
+    linalg.yield %v : f32
+  }
+  memref.dealloc %e : memref<?x7xf32>
+  return
+}
+
+// A buffer read as a parameter (%g over R) and written later in the run
+// as a row buffer (8 rows of 8): another block may store its row of %g
+// before this block loads %g as a parameter, so the run ends before the
+// write; the reduction into %g gets a kernel of its own.
+// CHECK-LABEL: func.func @param_then_written(
+// CHECK-SAME: %[[X:[^:]*]]: memref<8x8xf32>, %[[S:[^:]*]]: memref<8xf32>, %[[G:[^:]*]]: memref<8xf32>, %[[OUT:[^:]*]]: memref<8x8xf32>
+// CHECK: gpu.launch
+// CHECK: vector.load %[[G]]
+// CHECK-NOT: memref.store %{{.*}}, %[[G]]
+// CHECK: vector.store %{{.*}}, %[[OUT]]
+// CHECK: gpu.launch
+// CHECK: memref.load %[[G]]
+// CHECK-NOT: memref.store %{{.*}}, %[[G]]
+// CHECK: memref.store %{{.*}}, %[[OUT]]
+// CHECK: gpu.launch
+// CHECK: gpu.all_reduce  add
+// CHECK: memref.store %{{.*}}, %[[G]]
+func.func @param_then_written(%x: memref<8x8xf32>, %s: memref<8xf32>, %g: memref<8xf32>, %out: memref<8x8xf32>) {
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : memref<8x8xf32>) outs(%s : memref<8xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.addf %acc, %in : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #param, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %s, %g : memref<8x8xf32>, memref<8xf32>, memref<8xf32>) outs(%out : memref<8x8xf32>) {
+  ^bb0(%in: f32, %sum: f32, %gain: f32, %o: f32):
+    %d = arith.divf %in, %sum : f32
+    %v = arith.mulf %d, %gain : f32
+    linalg.yield %v : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : memref<8x8xf32>) outs(%g : memref<8xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.addf %acc, %in : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// Attention's scale and causal mask before its softmax (GPT-2's block):
+// the elementwise producer over P x R joins the run, so the kernel reads
+// the matmul's f32 scores once and writes the bf16 probabilities once.
+// The scores buffer, overwritten by exp inside the run and used after it
+// by nothing but its deallocation, is not stored (its one other use, the
+// matmul, runs before the kernel); the masked bf16 scores and the row
+// buffers are no longer allocated.
+// CHECK-LABEL: func.func @attention_row(
+// CHECK-SAME: %[[Q:[^:]*]]: memref<4x8xf32>, %[[K:[^:]*]]: memref<8x8xf32>, %[[OUT:[^:]*]]: memref<4x8xbf16>
+// CHECK: %[[S:.*]] = memref.alloc() : memref<4x8xf32>
+// CHECK-NEXT: linalg.matmul
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: linalg.generic
+// CHECK: gpu.launch
+// CHECK: vector.load %[[S]]
+// CHECK: arith.mulf
+// CHECK: arith.truncf
+// CHECK: arith.cmpi ule
+// CHECK: arith.select
+// CHECK: gpu.all_reduce  maximumf
+// CHECK: math.exp
+// CHECK: gpu.all_reduce  add
+// CHECK-NOT: vector.store %{{.*}}, %[[S]]
+// CHECK: vector.store %{{.*}}, %[[OUT]]
+// CHECK: gpu.terminator
+// CHECK-NOT: linalg.generic
+// CHECK: memref.dealloc %[[S]]
+// CHECK-NEXT: return
+func.func @attention_row(%q: memref<4x8xf32>, %k: memref<8x8xf32>, %out: memref<4x8xbf16>) {
+  %scale = arith.constant 0.125 : f32
+  %ninf = arith.constant 0xFF80 : bf16
+  %ninf32 = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %s = memref.alloc() : memref<4x8xf32>
+  linalg.matmul ins(%q, %k : memref<4x8xf32>, memref<8x8xf32>) outs(%s : memref<4x8xf32>)
+  %p = memref.alloc() : memref<4x8xbf16>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%s : memref<4x8xf32>) outs(%p : memref<4x8xbf16>) {
+  ^bb0(%in: f32, %o: bf16):
+    %v = arith.mulf %in, %scale : f32
+    %t = arith.truncf %v : f32 to bf16
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %le = arith.cmpi ule, %j, %i : index
+    %r = arith.select %le, %t, %ninf : bf16
+    linalg.yield %r : bf16
+  }
+  %m = memref.alloc() : memref<4xf32>
+  linalg.generic {indexing_maps = [#fill_in, #fill_out], iterator_types = ["parallel"]} ins(%ninf32 : f32) outs(%m : memref<4xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%p : memref<4x8xbf16>) outs(%m : memref<4xf32>) {
+  ^bb0(%in: bf16, %acc: f32):
+    %x = arith.extf %in : bf16 to f32
+    %r = arith.maximumf %acc, %x : f32
+    linalg.yield %r : f32
+  }
+  %sum = memref.alloc() : memref<4xf32>
+  linalg.generic {indexing_maps = [#fill_in, #fill_out], iterator_types = ["parallel"]} ins(%zero : f32) outs(%sum : memref<4xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%p, %m : memref<4x8xbf16>, memref<4xf32>) outs(%s : memref<4x8xf32>) {
+  ^bb0(%in: bf16, %mx: f32, %o: f32):
+    %x = arith.extf %in : bf16 to f32
+    %d = arith.subf %x, %mx : f32
+    %e = math.exp %d : f32
+    linalg.yield %e : f32
+  }
+  memref.dealloc %m : memref<4xf32>
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%s : memref<4x8xf32>) outs(%sum : memref<4xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.addf %acc, %in : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%s, %sum : memref<4x8xf32>, memref<4xf32>) outs(%out : memref<4x8xbf16>) {
+  ^bb0(%in: f32, %sm: f32, %o: bf16):
+    %q2 = arith.divf %in, %sm : f32
+    %t = arith.truncf %q2 : f32 to bf16
+    linalg.yield %t : bf16
+  }
+  memref.dealloc %sum : memref<4xf32>
+  memref.dealloc %p : memref<4x8xbf16>
+  memref.dealloc %s : memref<4x8xf32>
   return
 }

@@ -2,7 +2,8 @@
 //
 // The pass `kina-gpu-map-rows` of the cuda target. `softmax`,
 // `log_softmax`, `layer_norm`, `rms_norm` and a reduction with its
-// elementwise producers and consumers reach the bufferized module as a run
+// elementwise producers (attention's scale and causal mask, a residual
+// add, a bias) and consumers reach the bufferized module as a run
 // of `linalg.generic`s over one "row space": P leading (parallel) loops
 // and R trailing loops, the reductions reducing exactly the R loops into
 // row buffers (memref<P...>), the elementwise ops over P x R reading those
@@ -25,8 +26,10 @@
 //         the row's init;
 //       - an op over P only (fills, mean = sum / count, the norms'
 //         denominators) is evaluated by every thread on uniform scalars;
-//     at the end, each buffer the group wrote that is read after it (the
-//     result; anything else used outside the group) is stored once:
+//     at the end, each buffer the group wrote that may be used after it
+//     (the result; anything else used outside the group, except by ops
+//     that run before it, such as the matmul that wrote the scores a
+//     softmax overwrites) is stored once:
 //     vectors per chunk, row values by thread 0 (after a barrier only
 //     where it overwrites a row value the others loaded); a barrier before
 //     the next row only where the block has one (workgroup memory reuse).
@@ -44,19 +47,24 @@
 // run time); each memref operand is the identity over P x R (full), the
 // projection to P (row) or to R (a parameter such as layer_norm's gain),
 // or, in an op over P only, the identity; a buffer the group writes is
-// read back only through the map it was written with; the memrefs are
-// allocations or function arguments (no views); R is static, a multiple of
-// V and at most 32 * T elements (registers: 32 values per thread and
-// buffer); every reduction's yield is `comb(acc, contribution)` with an
-// associative, commutative arith op gpu.all_reduce knows. V is 16 bytes
-// of the widest element type the kernel reads or writes in memory (4 for
-// f32, 8 for bf16/f16: bf16 loads, f32 arithmetic as MLIRGen writes it;
-// f32 intermediates that stay in registers do not count), T = R / 32
+// read by the group, before or after the write, only as an operand with
+// the role it is written with (full elements stay with their thread, row
+// values with their block), never at indices of a body's own (a concat's
+// or gather's memref.load: differential test seed 156) nor as a
+// parameter (GroupAccesses; the run ends before the first op that would
+// break this); the operand memrefs are allocations or function arguments
+// (no views); R is static and at most 32 * T elements (registers: 32
+// values per thread and buffer); every reduction's yield is `comb(acc,
+// contribution)` with an associative, commutative arith op gpu.all_reduce
+// knows. V is 16 bytes of the widest element type the kernel reads or writes in
+// memory (4 for f32, 8 for bf16/f16: bf16 loads, f32 arithmetic as MLIRGen
+// writes it; f32 intermediates that stay in registers do not count), T = R / 32
 // rounded up to a multiple of 32, at most 512 (8192 f32 or bf16 = 256
 // threads x 32). Elements narrower than 32 bits are loaded as 32-bit words
 // and split. The host checks that every buffer the kernel accesses is
 // 16-byte aligned and launches the vector kernel, else its scalar twin
-// (scalar loads and stores). Anything else is left to
+// (scalar loads and stores); a row that is no multiple of V (softmax over
+// 10 classes) gets only the scalar kernel (V = 1). Anything else is left to
 // kina-gpu-map-reductions and kina-gpu-map-elementwise, which run after
 // this pass. Cannot fail.
 //
@@ -73,8 +81,11 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
@@ -109,6 +120,76 @@ struct Member {
   bool full;               // over P x R (else over P only)
   bool reduction;          // reduces the R loops
   SmallVector<Role> roles; // per operand
+  // The buffers (through views) the body loads from at indices of its own
+  // (a concat's or a gather's memref.load): read from memory wherever the
+  // kernel runs the body.
+  SmallVector<Value> captured;
+};
+
+/// The buffer `v` views (through view-like ops such as memref.cast and
+/// subview), or `v`.
+Value rootBuffer(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view)
+      break;
+    v = view.getViewSource();
+  }
+  return v;
+}
+
+/// The memory accesses of a group's members so far, for the one soundness
+/// rule the kernel's register form needs: the kernel keeps what it writes
+/// in registers and stores it only at its end, so a buffer the group
+/// writes may be read by a member only as an operand with the role it is
+/// written with (Full: the identity, the element of the same thread; Row:
+/// the row's value), before or after the write; never through a body's
+/// memref.load (any element, of any row: memory that this or another
+/// block has not stored yet, or has already overwritten) and never with
+/// another role (a parameter read of a full buffer reads other rows).
+class GroupAccesses {
+public:
+  /// Records `m`'s accesses; false (nothing recorded) when they break the
+  /// rule with the accesses recorded so far.
+  bool add(Member &m) {
+    SmallVector<std::pair<Value, Role>> reads, writes;
+    for (OpOperand &operand : m.op->getOpOperands()) {
+      if (!isa<MemRefType>(operand.get().getType()))
+        continue;
+      Role role = m.roles[operand.getOperandNumber()];
+      (m.op.isDpsInit(&operand) ? writes : reads)
+          .push_back({operand.get(), role});
+    }
+    // The member's own writes first: its reads (a body's load, an operand
+    // with another role) must agree with them too.
+    llvm::DenseMap<Value, Role> written = this->written;
+    for (auto [v, role] : writes) {
+      auto [it, inserted] = written.try_emplace(v, role);
+      if (!inserted && it->second != role)
+        return false;
+      if (captured.contains(v) ||
+          llvm::any_of(operandReads[v], [&](Role r) { return r != role; }))
+        return false;
+    }
+    for (Value v : m.captured)
+      if (written.contains(v))
+        return false;
+    for (auto [v, role] : reads) {
+      auto it = written.find(v);
+      if (it != written.end() && it->second != role)
+        return false;
+    }
+    this->written = std::move(written);
+    for (auto [v, role] : reads)
+      operandReads[v].push_back(role);
+    captured.insert(m.captured.begin(), m.captured.end());
+    return true;
+  }
+
+private:
+  llvm::DenseMap<Value, Role> written;
+  llvm::DenseMap<Value, SmallVector<Role, 2>> operandReads;
+  llvm::DenseSet<Value> captured;
 };
 
 /// Per output of a reduction member: the contribution e_k of
@@ -260,7 +341,7 @@ std::optional<Member> classify(linalg::GenericOp op, unsigned k, unsigned r,
                                ArrayRef<int64_t> rSizes) {
   if (!isMappableGeneric(op))
     return std::nullopt;
-  Member m{op, false, false, {}};
+  Member m{op, false, false, {}, {}};
   unsigned rank = op.getNumLoops();
   if (rank == k + r && r > 0) {
     m.full = true;
@@ -285,6 +366,19 @@ std::optional<Member> classify(linalg::GenericOp op, unsigned k, unsigned r,
   } else {
     return std::nullopt;
   }
+  // The body may load from buffers of its own (concat, gather) but write
+  // nothing.
+  bool writesMemory = false;
+  op.getRegion().walk([&](Operation *inner) {
+    writesMemory |= !isMemoryEffectFree(inner) && !isa<memref::LoadOp>(inner);
+  });
+  if (writesMemory)
+    return std::nullopt;
+  llvm::SetVector<Value> above;
+  getUsedValuesDefinedAbove(op.getRegion(), above);
+  for (Value v : above)
+    if (isa<MemRefType>(v.getType()))
+      m.captured.push_back(rootBuffer(v));
   for (OpOperand &operand : op->getOpOperands()) {
     if (!isa<MemRefType>(operand.get().getType())) {
       if (isa<ShapedType>(operand.get().getType()))
@@ -333,8 +427,10 @@ std::optional<RowGroup> growGroup(linalg::GenericOp seed) {
   if (!seedMember || !seedMember->reduction)
     return std::nullopt;
 
-  // Ops over P before the seed that write a row buffer the group reads
-  // (the fills and copies of its init), walking back along the path of
+  // Ops before the seed that write a buffer the group reads: over P, the
+  // fills and copies of its init; over P x R, elementwise producers of the
+  // row (attention's scale and causal mask before its softmax, fused
+  // into the kernel's load of the scores). Walking back along the path of
   // execution (across allocation checks) up to the first op that does not
   // join.
   llvm::SetVector<Value> touched;
@@ -369,9 +465,9 @@ std::optional<RowGroup> growGroup(linalg::GenericOp seed) {
         continue;
       }
       std::optional<Member> m = classify(generic, g.k, g.r, g.rSizes);
-      if (!m || m->full || !llvm::any_of(generic.getDpsInits(), [&](Value v) {
-            return touched.contains(v);
-          }))
+      if (!m || m->reduction ||
+          !llvm::any_of(generic.getDpsInits(),
+                        [&](Value v) { return touched.contains(v); }))
         break;
       for (OpOperand &operand : generic->getOpOperands())
         if (isa<MemRefType>(operand.get().getType()))
@@ -384,6 +480,18 @@ std::optional<RowGroup> growGroup(linalg::GenericOp seed) {
   // Check the path from the first fill to the seed.
   g.members = fills;
   g.members.push_back(*seedMember);
+  // The earliest ops leave (and stay before the kernel) until the rest
+  // keeps the accesses in order.
+  GroupAccesses accesses;
+  for (unsigned i = 0; i < g.members.size(); ++i) {
+    if (accesses.add(g.members[i]))
+      continue;
+    if (i + 1 == g.members.size())
+      return std::nullopt;
+    g.members.erase(g.members.begin(), g.members.begin() + i + 1);
+    accesses = GroupAccesses();
+    i = -1u;
+  }
   for (unsigned i = 0; i + 1 < g.members.size(); ++i)
     if (!pathBetween(g.members[i].op, g.members[i + 1].op, g.movedDeallocs))
       return std::nullopt;
@@ -469,50 +577,40 @@ std::optional<RowGroup> growGroup(linalg::GenericOp seed) {
     llvm::SetVector<Value> operands;
     for (Value v : m->op->getOperands())
       operands.insert(v);
-    SmallVector<Member> stillPending;
+    SmallVector<Member> joining, stillPending;
     for (Member &p : pending) {
       if (llvm::any_of(p.op.getDpsInits(),
-                       [&](Value v) { return operands.contains(v); })) {
-        touch(p);
-        g.members.push_back(p);
-      } else {
+                       [&](Value v) { return operands.contains(v); }))
+        joining.push_back(p);
+      else
         stillPending.push_back(p);
-      }
     }
+    joining.push_back(*m);
+    // A member whose accesses the kernel cannot keep in order (it reads
+    // what the group writes through memory or another role, or writes
+    // what the group read so) ends the group before it, with the pending
+    // ops it would take in.
+    GroupAccesses extended = accesses;
+    if (!llvm::all_of(joining, [&](Member &j) { return extended.add(j); }))
+      break;
+    accesses = std::move(extended);
     pending = std::move(stillPending);
-    touch(*m);
-    g.members.push_back(*m);
+    for (Member &j : joining) {
+      touch(j);
+      g.members.push_back(j);
+    }
     llvm::append_range(g.movedDeallocs, deallocs);
     deallocs.clear();
   }
-  // Each buffer the group writes is read back only with the role it was
-  // written with (Full elements stay with their thread, Row values are
-  // uniform), and a written full buffer is never a parameter elsewhere; a
-  // written full buffer is read back only through the very map it was
-  // written with: the kernel keeps its elements in registers and stores
-  // them at its end, so a read through another map (a concat's
-  // `(d0, 0, d2, 0)` over unit dims) would load memory not written yet.
-  llvm::DenseMap<Value, std::pair<Role, AffineMap>> written;
-  for (Member &m : g.members) {
-    for (OpOperand &operand : m.op->getOpOperands()) {
-      Value v = operand.get();
-      if (!isa<MemRefType>(v.getType()))
-        continue;
-      Role role = m.roles[operand.getOperandNumber()];
-      AffineMap map = m.op.getMatchingIndexingMap(&operand);
-      auto it = written.find(v);
-      if (it != written.end() &&
-          (it->second.first != role ||
-           (role == Role::Full && it->second.second != map)))
-        return std::nullopt;
-      if (m.op.isDpsInit(&operand))
-        written.try_emplace(v, role, map);
-    }
-  }
-  // A dealloc of a buffer the kernel uses moves after the kernel; one the
-  // kernel does not use stays where it is.
+  // A dealloc of a buffer the kernel uses (an operand, or loaded in a
+  // body) moves after the kernel; one the kernel does not use stays where
+  // it is.
+  llvm::DenseSet<Value> loaded;
+  for (Member &m : g.members)
+    loaded.insert(m.captured.begin(), m.captured.end());
   llvm::erase_if(g.movedDeallocs, [&](memref::DeallocOp d) {
-    return !touched.contains(d.getMemref());
+    return !touched.contains(d.getMemref()) &&
+           !loaded.contains(rootBuffer(d.getMemref()));
   });
   for (Member &m : g.members)
     if (m.full)
@@ -541,8 +639,12 @@ public:
     if (widest == 0 || widest > kVectorBytes)
       return false;
     lanes = kVectorBytes / widest;
-    if (g.rTotal % lanes != 0)
-      return false;
+    // A row that is no multiple of V (softmax over 10 classes) gets only
+    // the scalar kernel, one element per chunk: still one pass and one
+    // launch instead of a kernel per op.
+    vectorKernel = g.rTotal % lanes == 0;
+    if (!vectorKernel)
+      lanes = 1;
     int64_t vectors = g.rTotal / lanes;
     // kMaxPerThread elements per thread where the row is long enough (a
     // multiple of the warp, at most kMaxThreads threads): fewer threads per
@@ -573,7 +675,13 @@ public:
     Value nonEmpty =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, np, zero);
     auto guard = scf::IfOp::create(b, loc, nonEmpty, /*withElse=*/false);
+    kernelRoot = guard;
     b.setInsertionPointToStart(&guard.getThenRegion().front());
+    if (!vectorKernel) {
+      emitKernel(b, np, /*vectors=*/false);
+      cleanUp(guard);
+      return;
+    }
     // The vector kernel where every buffer it accesses in memory is
     // 16-byte aligned (checked here, on the host), else the scalar kernel.
     // One kernel per case rather than a branch per access: LLVM merges the
@@ -649,7 +757,10 @@ private:
   llvm::DenseMap<Value, SmallVector<Value>> fullValues, paramValues;
   llvm::DenseMap<Value, Value> rowValues;
   llvm::SetVector<Value> writtenFull, writtenRow;
-  bool vectorAccess = true; // the kernel being built: vector accesses
+  bool vectorKernel = true;        // R is a multiple of V: a vector kernel too
+  bool vectorAccess = true;        // the kernel being built: vector accesses
+  Operation *kernelRoot = nullptr; // the host branch holding the kernels
+  std::optional<DominanceInfo> dominanceInfo;
   llvm::DenseSet<Value> readFromMemory; // row buffers the kernel loads
 
   int64_t perThread() const { return chunks * lanes; }
@@ -906,7 +1017,7 @@ private:
   /// after it.
   llvm::SetVector<Value> memoryOperands() {
     llvm::SetVector<Value> accessed;
-    llvm::DenseSet<Value> written;
+    llvm::SetVector<Value> written; // in program order: the checks too
     for (Member &m : g.members)
       for (OpOperand &operand : m.op->getOpOperands()) {
         Role role = m.roles[operand.getOperandNumber()];
@@ -921,9 +1032,68 @@ private:
           written.insert(v);
       }
     for (Value v : written)
-      if (usedOutside(v))
+      if (usedAfter(v))
         accessed.insert(v);
     return accessed;
+  }
+
+  /// True when `memref` may be used after the group runs: by an op that
+  /// is neither a member, nor a deallocation, nor a null check (a
+  /// pointer extraction only compared), nor inside the kernel being
+  /// built, nor one that runs before the group's first member (it properly
+  /// dominates the member in a region without cycles: the matmul writing
+  /// the scores a softmax run reads and overwrites); a view's uses count
+  /// wherever the view is made. Any function argument counts. The kernel
+  /// stores only such buffers.
+  bool usedAfter(Value memref) {
+    if (isa<BlockArgument>(memref))
+      return true;
+    Operation *first = g.members.front().op;
+    Region *region = first->getParentRegion();
+    for (Operation *user : memref.getUsers()) {
+      if (isa<memref::DeallocOp>(user))
+        continue;
+      if (auto pointer = dyn_cast<memref::ExtractAlignedPointerAsIndexOp>(user))
+        if (llvm::all_of(pointer->getUsers(),
+                         [](Operation *u) { return isa<arith::CmpIOp>(u); }))
+          continue;
+      if (llvm::any_of(g.members,
+                       [&](Member &m) { return m.op.getOperation() == user; }))
+        continue;
+      if (kernelRoot && kernelRoot->isAncestor(user))
+        continue;
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user))
+        if (view.getViewSource() == memref) {
+          if (llvm::any_of(user->getResults(),
+                           [&](Value r) { return usedAfter(r); }))
+            return true;
+          continue;
+        }
+      Operation *ancestor = region->findAncestorOpInRegion(*user);
+      if (!ancestor || !acyclic(*region) ||
+          !dominance(first).properlyDominates(ancestor, first))
+        return true;
+    }
+    return false;
+  }
+
+  /// True when no block of `region` branches to itself or an earlier one
+  /// (MLIRGen's straight-line code with its allocation checks' exits).
+  static bool acyclic(Region &region) {
+    llvm::DenseMap<Block *, unsigned> order;
+    for (Block &block : region)
+      order[&block] = order.size();
+    for (Block &block : region)
+      for (Block *succ : block.getSuccessors())
+        if (order.lookup(succ) <= order.lookup(&block))
+          return false;
+    return true;
+  }
+
+  DominanceInfo &dominance(Operation *op) {
+    if (!dominanceInfo)
+      dominanceInfo.emplace(op->getParentOfType<func::FuncOp>());
+    return *dominanceInfo;
   }
 
   /// True when `memref` is used outside the group (other than by its
@@ -948,11 +1118,11 @@ private:
     // the same buffer: they must have read it first. (Full elements are
     // loaded and stored by the thread that owns them.)
     if (llvm::any_of(writtenRow, [&](Value v) {
-          return usedOutside(v) && readFromMemory.contains(v);
+          return usedAfter(v) && readFromMemory.contains(v);
         }))
       gpu::BarrierOp::create(b, loc);
     for (Value memref : writtenFull) {
-      if (!usedOutside(memref))
+      if (!usedAfter(memref))
         continue;
       auto type = cast<MemRefType>(memref.getType());
       auto vecType = VectorType::get({lanes}, type.getElementType());
@@ -988,7 +1158,7 @@ private:
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(&first.getThenRegion().front());
       for (Value memref : writtenRow)
-        if (usedOutside(memref))
+        if (usedAfter(memref))
           memref::StoreOp::create(b, loc, rowValues[memref], memref, pivs);
     }
     // A next row of this block reuses the all_reduce's workgroup memory
