@@ -1,13 +1,15 @@
 // kina-gpu-map-row-chains (src/targets/cuda/GpuMapRowChains.cpp): a run of
-// ops over one leading row loop P whose rows are small and static, with at
-// least one matmul by a small parameter no op writes (an MLP's forward),
+// ops over one leading row loop P whose rows are small and static, with a
+// matmul by a small parameter no op writes and another reduction (a second
+// matmul, a softmax: an MLP's forward),
 // becomes ONE kernel of 32 threads per block, one thread per row: the rows
 // the run reads are copied into private arrays (memref.alloca in the
 // kernel's entry block), the ops run on them cloned without P, lowered to
 // loops and fully unrolled, and the rows used after the run are copied
 // out; the row buffers only the run used are no longer allocated. Runs it
-// cannot take (the right-hand side written in the function, a large
-// right-hand side, a dynamic row, a view, no matmul) are left alone for the
+// cannot take (one matmul alone, the right-hand side written in the
+// function, a large right-hand side, a dynamic row, a view, no matmul) are
+// left alone for the
 // next mappers. Cannot fail.
 // RUN: %kina-opt %s --kina-gpu-map-row-chains | FileCheck %s
 // RUN: %kina-opt %s --kina-gpu-map-row-chains --mlir-print-debuginfo | FileCheck %s --check-prefix=LOC
@@ -94,42 +96,73 @@ func.func @mlp(%x: memref<?x16xf32>, %w: memref<16x8xf32>, %b: memref<8xf32>,
   return
 }
 
-// The matmul accumulates into a row the function already holds (no fill):
-// that row is copied in before the products and out after them.
+// The matmul accumulates into a row the function already holds (no fill),
+// then its row sum: that row is copied in before the products and out
+// after them.
 // CHECK-LABEL: func.func @accumulate(
-// CHECK-SAME: %[[X:[^:]*]]: memref<?x4xf32>, %[[W:[^:]*]]: memref<4x2xf32>, %[[OUT:[^:]*]]: memref<?x2xf32>)
+// CHECK-SAME: %[[X:[^:]*]]: memref<?x4xf32>, %[[W:[^:]*]]: memref<4x2xf32>, %[[OUT:[^:]*]]: memref<?x2xf32>, %[[S:[^:]*]]: memref<?xf32>)
 // CHECK: gpu.launch
 // CHECK: scf.for %[[ROW:.*]] =
 // CHECK-DAG: memref.subview %[[OUT]][%[[ROW]], 0] [1, 2] [1, 1]
 // CHECK-DAG: memref.subview %[[X]][%[[ROW]], 0] [1, 4] [1, 1]
+// CHECK-DAG: memref.subview %[[S]][%[[ROW]]] [1] [1]
 // CHECK: arith.mulf
 // CHECK: memref.subview %[[OUT]][%[[ROW]], 0] [1, 2] [1, 1]
 // CHECK: gpu.terminator
 // CHECK-NOT: linalg.generic
 // CHECK: return
-func.func @accumulate(%x: memref<?x4xf32>, %w: memref<4x2xf32>, %out: memref<?x2xf32>) {
+func.func @accumulate(%x: memref<?x4xf32>, %w: memref<4x2xf32>, %out: memref<?x2xf32>, %sums: memref<?xf32>) {
   linalg.generic {indexing_maps = [#lhs, #rhs, #acc], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : memref<?x4xf32>, memref<4x2xf32>) outs(%out : memref<?x2xf32>) {
+  ^bb0(%a: f32, %bb: f32, %o: f32):
+    %p = arith.mulf %a, %bb : f32
+    %q = arith.addf %o, %p : f32
+    linalg.yield %q : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%out : memref<?x2xf32>) outs(%sums : memref<?xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.addf %acc, %in : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// One matmul with its fill, bias and relu: left to cuBLASLt (the thread
+// per row is slower there).
+// CHECK-LABEL: func.func @one_matmul(
+// CHECK-NOT: gpu.launch
+// CHECK-COUNT-3: linalg.generic
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func @one_matmul(%x: memref<?x16xf32>, %w: memref<16x8xf32>, %b: memref<8xf32>, %out: memref<?x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.generic {indexing_maps = [#fill, #id], iterator_types = ["parallel", "parallel"]} ins(%zero : f32) outs(%out : memref<?x8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  linalg.generic {indexing_maps = [#lhs, #rhs, #acc], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : memref<?x16xf32>, memref<16x8xf32>) outs(%out : memref<?x8xf32>) {
   ^bb0(%a: f32, %bb: f32, %o: f32):
     %p = arith.mulf %a, %bb : f32
     %s = arith.addf %o, %p : f32
     linalg.yield %s : f32
   }
-  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%out : memref<?x2xf32>) outs(%out : memref<?x2xf32>) {
-  ^bb0(%a: f32, %o: f32):
-    %e = math.exp %a : f32
-    linalg.yield %e : f32
+  linalg.generic {indexing_maps = [#id, #bias, #id], iterator_types = ["parallel", "parallel"]} ins(%out, %b : memref<?x8xf32>, memref<8xf32>) outs(%out : memref<?x8xf32>) {
+  ^bb0(%a: f32, %bb: f32, %o: f32):
+    %s = arith.addf %a, %bb : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
   }
   return
 }
 
 // The right-hand side is written in the function (here by a fill before
-// the matmul): left alone.
+// the matmul): left alone. (Each run below would be grouped but for the
+// one thing it tests: a matmul and a row sum of its result.)
 // CHECK-LABEL: func.func @rhs_written(
 // CHECK-NOT: gpu.launch
-// CHECK-COUNT-3: linalg.generic
+// CHECK-COUNT-4: linalg.generic
 // CHECK-NOT: gpu.launch
 // CHECK: return
-func.func @rhs_written(%x: memref<?x4xf32>, %w: memref<4x2xf32>, %out: memref<?x2xf32>) {
+func.func @rhs_written(%x: memref<?x4xf32>, %w: memref<4x2xf32>, %out: memref<?x2xf32>, %sums: memref<?xf32>) {
   %zero = arith.constant 0.0 : f32
   linalg.generic {indexing_maps = [#fill, #id], iterator_types = ["parallel", "parallel"]} ins(%zero : f32) outs(%w : memref<4x2xf32>) {
   ^bb0(%in: f32, %o: f32):
@@ -145,6 +178,11 @@ func.func @rhs_written(%x: memref<?x4xf32>, %w: memref<4x2xf32>, %out: memref<?x
     %s = arith.addf %o, %p : f32
     linalg.yield %s : f32
   }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%out : memref<?x2xf32>) outs(%sums : memref<?xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.addf %acc, %in : f32
+    linalg.yield %r : f32
+  }
   return
 }
 
@@ -152,10 +190,10 @@ func.func @rhs_written(%x: memref<?x4xf32>, %w: memref<4x2xf32>, %out: memref<?x
 // kina-gpu-map-matmul.
 // CHECK-LABEL: func.func @big_rhs(
 // CHECK-NOT: gpu.launch
-// CHECK-COUNT-2: linalg.generic
+// CHECK-COUNT-3: linalg.generic
 // CHECK-NOT: gpu.launch
 // CHECK: return
-func.func @big_rhs(%x: memref<?x128xf32>, %w: memref<128x64xf32>, %out: memref<?x64xf32>) {
+func.func @big_rhs(%x: memref<?x128xf32>, %w: memref<128x64xf32>, %out: memref<?x64xf32>, %sums: memref<?xf32>) {
   %zero = arith.constant 0.0 : f32
   linalg.generic {indexing_maps = [#fill, #id], iterator_types = ["parallel", "parallel"]} ins(%zero : f32) outs(%out : memref<?x64xf32>) {
   ^bb0(%in: f32, %o: f32):
@@ -167,16 +205,21 @@ func.func @big_rhs(%x: memref<?x128xf32>, %w: memref<128x64xf32>, %out: memref<?
     %s = arith.addf %o, %p : f32
     linalg.yield %s : f32
   }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%out : memref<?x64xf32>) outs(%sums : memref<?xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.addf %acc, %in : f32
+    linalg.yield %r : f32
+  }
   return
 }
 
 // A row whose size is not static (x: ?x?): left alone.
 // CHECK-LABEL: func.func @dynamic_row(
 // CHECK-NOT: gpu.launch
-// CHECK-COUNT-2: linalg.generic
+// CHECK-COUNT-3: linalg.generic
 // CHECK-NOT: gpu.launch
 // CHECK: return
-func.func @dynamic_row(%x: memref<?x?xf32>, %w: memref<4x2xf32>, %out: memref<?x2xf32>) {
+func.func @dynamic_row(%x: memref<?x?xf32>, %w: memref<4x2xf32>, %out: memref<?x2xf32>, %sums: memref<?xf32>) {
   %zero = arith.constant 0.0 : f32
   linalg.generic {indexing_maps = [#fill, #id], iterator_types = ["parallel", "parallel"]} ins(%zero : f32) outs(%out : memref<?x2xf32>) {
   ^bb0(%in: f32, %o: f32):
@@ -188,6 +231,11 @@ func.func @dynamic_row(%x: memref<?x?xf32>, %w: memref<4x2xf32>, %out: memref<?x
     %s = arith.addf %o, %p : f32
     linalg.yield %s : f32
   }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%out : memref<?x2xf32>) outs(%sums : memref<?xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.addf %acc, %in : f32
+    linalg.yield %r : f32
+  }
   return
 }
 
@@ -195,10 +243,10 @@ func.func @dynamic_row(%x: memref<?x?xf32>, %w: memref<4x2xf32>, %out: memref<?x
 // alone.
 // CHECK-LABEL: func.func @view(
 // CHECK-NOT: gpu.launch
-// CHECK-COUNT-2: linalg.generic
+// CHECK-COUNT-3: linalg.generic
 // CHECK-NOT: gpu.launch
 // CHECK: return
-func.func @view(%y: memref<?x8xf32>, %w: memref<4x2xf32>, %out: memref<?x2xf32>) {
+func.func @view(%y: memref<?x8xf32>, %w: memref<4x2xf32>, %out: memref<?x2xf32>, %sums: memref<?xf32>) {
   %c0 = arith.constant 0 : index
   %zero = arith.constant 0.0 : f32
   %n = memref.dim %y, %c0 : memref<?x8xf32>
@@ -212,6 +260,11 @@ func.func @view(%y: memref<?x8xf32>, %w: memref<4x2xf32>, %out: memref<?x2xf32>)
     %p = arith.mulf %a, %bb : f32
     %s = arith.addf %o, %p : f32
     linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%out : memref<?x2xf32>) outs(%sums : memref<?xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.addf %acc, %in : f32
+    linalg.yield %r : f32
   }
   return
 }
