@@ -59,6 +59,8 @@ std::string kernelTitle(size_t index, const KernelInfo &k) {
   std::string s = "#" + std::to_string(index) + " " + k.op;
   if (!k.name.empty())
     s += " " + k.name;
+  if (k.alternativeOf)
+    s += " (scalar twin of #" + std::to_string(*k.alternativeOf) + ")";
   return s;
 }
 

@@ -26,10 +26,14 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Pass/Pass.h"
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
+
+#include <tuple>
 
 using namespace mlir;
 
@@ -393,6 +397,140 @@ KernelInfo linalgKernel(linalg::LinalgOp op, SizeEvaluator &sizes,
   return k;
 }
 
+/// Sets `f`'s intermediates: the buffers `fn` (a bufferized host function)
+/// allocates and does not return, and their total size. An array that is
+/// only stored into and passed on as a pointer (the sizes and strides the
+/// cuBLASLt route hands kina_rt_gpu_matmul) holds no tensor: not counted.
+void countIntermediates(func::FuncOp fn, SizeEvaluator &sizes,
+                        FunctionKernels &f) {
+  f.intermediateBuffers = 0;
+  f.intermediateBytes = 0;
+  llvm::DenseSet<Value> returned;
+  fn.walk([&](func::ReturnOp ret) {
+    for (Value v : ret.getOperands())
+      returned.insert(v);
+  });
+  fn.walk([&](Operation *op) {
+    if (!isa<memref::AllocOp, memref::AllocaOp>(op) ||
+        returned.contains(op->getResult(0)))
+      return;
+    if (isa<memref::AllocaOp>(op) &&
+        llvm::all_of(op->getResult(0).getUsers(), [](Operation *user) {
+          return isa<memref::StoreOp, memref::ExtractAlignedPointerAsIndexOp>(
+              user);
+        }))
+      return;
+    ++f.intermediateBuffers;
+    std::optional<int64_t> b = sizes.bytes(op->getResult(0));
+    f.intermediateBytes =
+        (f.intermediateBytes && b)
+            ? std::optional<int64_t>(*f.intermediateBytes + *b)
+            : std::nullopt;
+  });
+}
+
+/// Bytes read and written by the kernel `launch` runs (a fused kernel that
+/// replaced a run of ops): each memref operand the body reads counted once
+/// as read (its whole size), each one it writes once as written;
+/// workgroup and private buffers stay on chip and do not count. Both
+/// std::nullopt when a size is unknown or an op of the body uses a memref
+/// without saying how (no MemoryEffectOpInterface).
+std::pair<std::optional<int64_t>, std::optional<int64_t>>
+launchBytes(gpu::LaunchFuncOp launch, gpu::GPUFuncOp kernel,
+            SizeEvaluator &sizes) {
+  using Bytes = std::optional<int64_t>;
+  Block &entry = kernel.getBody().front();
+  unsigned arguments = kernel.getNumArguments();
+  // The kernel argument a memref value is a view of, if any.
+  auto argumentOf = [&](Value v) -> std::optional<unsigned> {
+    for (int depth = 0; depth < 32 && v; ++depth) {
+      if (auto arg = dyn_cast<BlockArgument>(v)) {
+        if (arg.getOwner() == &entry && arg.getArgNumber() < arguments)
+          return arg.getArgNumber();
+        return std::nullopt;
+      }
+      Operation *def = v.getDefiningOp();
+      if (auto view = dyn_cast_or_null<ViewLikeOpInterface>(def))
+        v = view.getViewSource();
+      else if (auto cast = dyn_cast_or_null<memref::CastOp>(def))
+        v = cast.getSource();
+      else
+        return std::nullopt;
+    }
+    return std::nullopt;
+  };
+  llvm::DenseSet<unsigned> read, written;
+  bool unknown = false;
+  kernel.walk([&](Operation *op) {
+    auto iface = dyn_cast<MemoryEffectOpInterface>(op);
+    if (!iface) {
+      if (!op->hasTrait<OpTrait::HasRecursiveMemoryEffects>() &&
+          llvm::any_of(op->getOperandTypes(),
+                       [](Type t) { return isa<BaseMemRefType>(t); }))
+        unknown = true;
+      return;
+    }
+    llvm::SmallVector<MemoryEffects::EffectInstance> effects;
+    iface.getEffects(effects);
+    for (const MemoryEffects::EffectInstance &effect : effects) {
+      Value value = effect.getValue();
+      if (!value || !isa<BaseMemRefType>(value.getType()))
+        continue;
+      std::optional<unsigned> arg = argumentOf(value);
+      if (!arg)
+        continue;
+      if (isa<MemoryEffects::Read>(effect.getEffect()))
+        read.insert(*arg);
+      else if (isa<MemoryEffects::Write>(effect.getEffect()))
+        written.insert(*arg);
+    }
+  });
+  if (unknown)
+    return {std::nullopt, std::nullopt};
+  Bytes bytesRead = 0, bytesWritten = 0;
+  auto add = [](Bytes &sum, Bytes v) {
+    sum = (sum && v) ? Bytes(*sum + *v) : std::nullopt;
+  };
+  for (auto [i, operand] : llvm::enumerate(launch.getKernelOperands())) {
+    if (!isa<BaseMemRefType>(operand.getType()))
+      continue;
+    if (read.contains(i))
+      add(bytesRead, sizes.bytes(operand));
+    if (written.contains(i))
+      add(bytesWritten, sizes.bytes(operand));
+  }
+  return {bytesRead, bytesWritten};
+}
+
+/// The runtime function of the cuda target's cuBLASLt route
+/// (GpuMapMatmul.cpp), which returns 0 when it declines a contraction.
+constexpr llvm::StringLiteral kLibraryMatmul = "kina_rt_gpu_matmul";
+
+/// Whether `op` is, or contains, a call of the cuBLASLt route.
+bool callsLibrary(Operation *op) {
+  bool found = false;
+  op->walk(
+      [&](func::CallOp call) { found |= call.getCallee() == kLibraryMatmul; });
+  return found;
+}
+
+/// Whether `launch` runs only when a library call declined: an enclosing
+/// scf.if's condition compares a result of that call (or of the scf.if
+/// around it) with a constant.
+bool isLibraryFallback(gpu::LaunchFuncOp launch) {
+  for (auto ifOp = launch->getParentOfType<scf::IfOp>(); ifOp;
+       ifOp = ifOp->getParentOfType<scf::IfOp>()) {
+    auto cmp = ifOp.getCondition().getDefiningOp<arith::CmpIOp>();
+    if (!cmp)
+      continue;
+    for (Value side : {cmp.getLhs(), cmp.getRhs()})
+      if (Operation *def = side.getDefiningOp())
+        if (isa<func::CallOp, scf::IfOp>(def) && callsLibrary(def))
+          return true;
+  }
+  return false;
+}
+
 /// The kernels and intermediates of every Kina function of `module`, at the
 /// linalg level (each linalg op and memref.copy one kernel).
 std::vector<FunctionKernels> collectLinalgKernels(ModuleOp module,
@@ -424,23 +562,7 @@ std::vector<FunctionKernels> collectLinalgKernels(ModuleOp module,
       }
       return WalkResult::advance();
     });
-    // Intermediates: the buffers allocated here and not returned.
-    llvm::DenseSet<Value> returned;
-    fn.walk([&](func::ReturnOp ret) {
-      for (Value v : ret.getOperands())
-        returned.insert(v);
-    });
-    fn.walk([&](Operation *op) {
-      if (!isa<memref::AllocOp, memref::AllocaOp>(op) ||
-          returned.contains(op->getResult(0)))
-        return;
-      ++f.intermediateBuffers;
-      std::optional<int64_t> b = sizes.bytes(op->getResult(0));
-      f.intermediateBytes =
-          (f.intermediateBytes && b)
-              ? std::optional<int64_t>(*f.intermediateBytes + *b)
-              : std::nullopt;
-    });
+    countIntermediates(fn, sizes, f);
     functions.push_back(std::move(f));
   });
   return functions;
@@ -500,6 +622,7 @@ void KernelProbe::runAfterPass(Pass *pass, Operation *op) {
     f.name = fn.getSymName().str();
     std::vector<std::optional<SourcePoint>> launchAnchors;
     std::vector<gpu::LaunchFuncOp> launches;
+    std::vector<gpu::GPUFuncOp> kernels;
     fn.walk([&](gpu::LaunchFuncOp launch) {
       launches.push_back(launch);
       KernelInfo k;
@@ -507,29 +630,38 @@ void KernelProbe::runAfterPass(Pass *pass, Operation *op) {
                launch.getKernelName().str();
       k.op = "gpu.launch_func";
       collectPoints(launch.getLoc(), file, k.sources);
-      if (auto kernel = SymbolTable::lookupNearestSymbolFrom<gpu::GPUFuncOp>(
-              launch, launch.getKernel())) {
+      auto kernel = SymbolTable::lookupNearestSymbolFrom<gpu::GPUFuncOp>(
+          launch, launch.getKernel());
+      if (kernel) {
         std::set<SourcePoint> body = kernelSources(kernel, file);
         k.sources.insert(body.begin(), body.end());
       }
+      kernels.push_back(kernel);
       launchAnchors.push_back(anchorOf(launch.getLoc(), file));
+      k.libraryFallback = isLibraryFallback(launch);
       f.kernels.push_back(std::move(k));
+    });
+    fn.walk([&](func::CallOp call) {
+      if (call.getCallee() == kLibraryMatmul)
+        ++f.libraryCalls;
     });
     // The figures of the linalg ops each launch comes from. The mappers
     // replace each op by one launch in place, so the order is the same,
-    // with two exceptions of the cuda target's mappers: the elementwise
-    // mapper's scalar fallback (a launch in the else branch of an scf.if
-    // whose then branch launches the vector kernel: the same op, so the
-    // same figures), and kina-gpu-map-rows, whose one launch replaces a
+    // with two exceptions of the cuda target's mappers: a scalar twin (a
+    // launch in the else branch of an scf.if whose then branch launches
+    // the vector kernel: the same ops, so the same figures; marked as the
+    // other's alternative), and a fused kernel whose one launch replaces a
     // run of N ops (its location is a FusedLoc with the metadata
-    // ["kina-gpu-map-rows", N]): FLOPs and iterations are summed and
-    // maximised over the run, bytes are not derived (the kernel moves
-    // fewer than its ops did). The ops' and the launches' locations must
-    // agree where one launch is one op.
+    // ["kina-gpu-map-<mapper>", N], e.g. kina-gpu-map-rows): FLOPs are
+    // summed and iterations maximised over the run, and the bytes come
+    // from the launch (launchBytes: what the kernel reads and writes, not
+    // what its ops did). The ops' and the launches' locations must agree
+    // where one launch is one op. The intermediates are counted here, on
+    // the mapped function: a fused kernel's intermediates are gone.
+    SizeEvaluator sizes(fn, shapes);
+    countIntermediates(fn, sizes, f);
     if (fnIndex < linalgLevel.size() && linalgLevel[fnIndex].name == f.name) {
       const FunctionKernels &level = linalgLevel[fnIndex];
-      f.intermediateBuffers = level.intermediateBuffers;
-      f.intermediateBytes = level.intermediateBytes;
       std::vector<std::pair<size_t, size_t>> spans; // first op, op count
       size_t next = 0;
       bool matched = true;
@@ -541,6 +673,11 @@ void KernelProbe::runAfterPass(Pass *pass, Operation *op) {
             launch->getParentRegion() == &ifOp.getElseRegion() &&
             !ifOp.getThenRegion().getOps<gpu::LaunchFuncOp>().empty();
         if (fallback) {
+          gpu::LaunchFuncOp primary =
+              *ifOp.getThenRegion().getOps<gpu::LaunchFuncOp>().begin();
+          for (size_t j = 0; j < i; ++j)
+            if (launches[j] == primary)
+              f.kernels[i].alternativeOf = j;
           spans.push_back(spans.back());
           continue;
         }
@@ -548,7 +685,8 @@ void KernelProbe::runAfterPass(Pass *pass, Operation *op) {
         if (auto fused = dyn_cast<FusedLoc>(launch.getLoc()))
           if (auto meta = dyn_cast_or_null<ArrayAttr>(fused.getMetadata()))
             if (meta.size() == 2 && isa<StringAttr>(meta[0]) &&
-                cast<StringAttr>(meta[0]).getValue() == "kina-gpu-map-rows")
+                cast<StringAttr>(meta[0]).getValue().starts_with(
+                    "kina-gpu-map-"))
               if (auto n = dyn_cast<IntegerAttr>(meta[1]))
                 count = n.getInt();
         if (count == 1 && (next >= anchors[fnIndex].size() ||
@@ -573,6 +711,9 @@ void KernelProbe::runAfterPass(Pass *pass, Operation *op) {
           if (count == 1)
             continue;
           to.bytesRead = to.bytesWritten = std::nullopt;
+          if (kernels[i])
+            std::tie(to.bytesRead, to.bytesWritten) =
+                launchBytes(launches[i], kernels[i], sizes);
           to.flopsPerPoint = 0;
           std::optional<int64_t> flops = 0;
           for (size_t j = first; j < first + count; ++j) {

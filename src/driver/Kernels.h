@@ -76,6 +76,18 @@ struct KernelInfo {
   /// Loops of the iteration space (its rank): 0 for an op on rank-0
   /// tensors, which lowers to straight-line code, not a loop nest.
   unsigned loops = 0;
+  /// cuda: the index (in its function's list) of the kernel this one is
+  /// the alternative of: a scalar twin that the host launches instead of
+  /// that vector kernel when a buffer is not 16-byte aligned (the launch
+  /// in the else branch of the scf.if whose then branch launches the
+  /// other). One of the two runs per call: kernel counts and totals leave
+  /// alternatives out. std::nullopt for every other kernel.
+  std::optional<size_t> alternativeOf;
+  /// cuda: the kernel runs only when the runtime declines a library call
+  /// (a contraction cuBLASLt cannot take: the launches in the branch
+  /// taken when `kina_rt_gpu_matmul` returns 0, docs/cuda.md "Matmul").
+  /// Not counted as a launched kernel; its figures stand for the call's.
+  bool libraryFallback = false;
   /// cuda, from `ptxas -v` on the kernel's PTX: registers per thread,
   /// static shared memory, local memory (spills and stack) per thread, in
   /// bytes; std::nullopt when the pipeline did not assemble the kernels.
@@ -97,6 +109,9 @@ struct FunctionKernels {
   /// Buffers the function allocates that it does not return
   /// (intermediates): how many, and their total size in bytes
   /// (std::nullopt if one's size is unknown).
+  /// cuda: calls of the runtime's library routes (`kina_rt_gpu_matmul`:
+  /// cuBLASLt), each one or more kernels of the library.
+  unsigned libraryCalls = 0;
   unsigned intermediateBuffers = 0;
   std::optional<int64_t> intermediateBytes = 0;
   /// The function's statements by location (from the AST, describeStatements).

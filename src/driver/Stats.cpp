@@ -120,6 +120,15 @@ std::vector<std::string> statementsOf(const FunctionKernels &f,
   return out;
 }
 
+/// The kernels of `f` a call launches: all but the scalar twins (each
+/// runs instead of its vector kernel) and the fallbacks of library calls
+/// (each runs only when the runtime declines the call).
+size_t launchedKernels(const FunctionKernels &f) {
+  return llvm::count_if(f.kernels, [](const KernelInfo &k) {
+    return !k.alternativeOf && !k.libraryFallback;
+  });
+}
+
 std::string orUnknown(std::optional<int64_t> v) {
   return v ? std::to_string(*v) : "?";
 }
@@ -135,9 +144,26 @@ formatStatsText(const KernelReport &report,
   llvm::raw_string_ostream os(text);
   os << "kinac: stats (target " << report.target << ")\n";
   for (const FunctionKernels &f : report.functions) {
-    os << "function @" << f.name << ": " << f.kernels.size()
-       << (f.kernels.size() == 1 ? " kernel" : " kernels") << ", "
-       << f.intermediateBuffers << " intermediate buffer"
+    size_t launched = launchedKernels(f);
+    size_t twins = llvm::count_if(
+        f.kernels, [](const KernelInfo &k) { return k.alternativeOf; });
+    size_t fallbacks = f.kernels.size() - launched - twins;
+    os << "function @" << f.name << ": " << launched
+       << (launched == 1 ? " kernel" : " kernels");
+    if (f.libraryCalls)
+      os << " and " << f.libraryCalls << " cuBLASLt call"
+         << (f.libraryCalls == 1 ? "" : "s");
+    std::vector<std::string> extra;
+    if (twins)
+      extra.push_back(std::to_string(twins) + " scalar twin" +
+                      (twins == 1 ? "" : "s") + " for unaligned buffers");
+    if (fallbacks)
+      extra.push_back(std::to_string(fallbacks) + " fallback kernel" +
+                      (fallbacks == 1 ? "" : "s") +
+                      " for calls cuBLASLt declines");
+    if (!extra.empty())
+      os << " (besides: " << llvm::join(extra, ", ") << ")";
+    os << ", " << f.intermediateBuffers << " intermediate buffer"
        << (f.intermediateBuffers == 1 ? "" : "s") << " of "
        << orUnknown(f.intermediateBytes) << " bytes\n";
     std::optional<int64_t> totalFlops = 0, totalBytes = 0;
@@ -169,7 +195,13 @@ formatStatsText(const KernelReport &report,
       os << "  " << llvm::join(statementsOf(f, k), ", ");
       if (!k.name.empty())
         os << "  " << k.name;
-      os << "\n";
+      if (k.alternativeOf) {
+        // Runs instead of its vector kernel: not in the totals.
+        os << "  (scalar twin of #" << *k.alternativeOf << ")\n";
+        continue;
+      }
+      // A fallback's figures stand for its library call's work.
+      os << (k.libraryFallback ? "  (fallback of a cuBLASLt call)\n" : "\n");
       auto add = [](std::optional<int64_t> &sum, std::optional<int64_t> v) {
         sum = (sum && v) ? std::optional<int64_t>(*sum + *v) : std::nullopt;
       };
@@ -207,7 +239,10 @@ formatStatsJson(const KernelReport &report, llvm::StringRef input,
   for (const FunctionKernels &f : report.functions) {
     Json fn;
     fn["name"] = f.name;
-    fn["kernel_count"] = f.kernels.size();
+    fn["kernel_count"] = launchedKernels(f);
+    fn["scalar_twin_count"] = llvm::count_if(
+        f.kernels, [](const KernelInfo &k) { return k.alternativeOf; });
+    fn["library_call_count"] = f.libraryCalls;
     fn["intermediate_buffers"] = f.intermediateBuffers;
     fn["intermediate_bytes"] = orNull(f.intermediateBytes);
     Json kernels = Json::array();
@@ -217,6 +252,9 @@ formatStatsJson(const KernelReport &report, llvm::StringRef input,
       kernel["index"] = i;
       kernel["name"] = k.name.empty() ? Json(nullptr) : Json(k.name);
       kernel["op"] = k.op;
+      kernel["scalar_twin_of"] =
+          k.alternativeOf ? Json(*k.alternativeOf) : Json(nullptr);
+      kernel["library_fallback"] = k.libraryFallback;
       Json statements = Json::array();
       for (const SourcePoint &point : k.sources) {
         auto it = f.statements.find(point);

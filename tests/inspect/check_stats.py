@@ -237,6 +237,38 @@ def check_cuda(kinac, work, mlp):
     ops = [s['op'] for s in kernels[0]['statements']]
     check(ops == ['matmul', 'add', 'relu', 'matmul', 'add', 'softmax'],
           'cuda forward kernel statements %s' % ops)
+    # The launched kernels, the scalar twins and the fallbacks of cuBLASLt
+    # calls partition the list; a twin has its vector kernel's figures and
+    # is no twin itself; fallbacks exist exactly when there are calls.
+    fn = doc['functions'][0]
+    twins = [k for k in kernels if k['scalar_twin_of'] is not None]
+    fallbacks = [k for k in kernels if k['library_fallback']
+                 and k['scalar_twin_of'] is None]
+    check(fn['scalar_twin_count'] == len(twins) and
+          fn['kernel_count'] + len(twins) + len(fallbacks) == len(kernels),
+          'cuda kernel_count %s + twins %s + fallbacks %s != %s kernels' % (
+              fn['kernel_count'], len(twins), len(fallbacks), len(kernels)))
+    for k in twins:
+        primary = kernels[k['scalar_twin_of']]
+        check(primary['scalar_twin_of'] is None and
+              primary['index'] < k['index'] and
+              all(primary[f] == k[f] for f in
+                  ('flops', 'bytes_read', 'bytes_written', 'statements')),
+              'cuda twin %d matches its vector kernel' % k['index'])
+    check((fn['library_call_count'] > 0) == bool(fallbacks),
+          'cuda library calls %s, fallback kernels %d' % (
+              fn['library_call_count'], len(fallbacks)))
+    text = subprocess.run([kinac, mlp, '--target=cuda', '--stats',
+                           '--emit=mlir-gpu', '-o', os.devnull],
+                          capture_output=True, text=True).stderr
+    gpu = subprocess.run([kinac, mlp, '--target=cuda', '--emit=mlir-gpu',
+                          '-o', '-'], capture_output=True, text=True).stdout
+    calls = gpu.count('call @kina_rt_gpu_matmul(')
+    check(calls == fn['library_call_count'],
+          'cuda library calls: stats %s, --emit=mlir-gpu %d' % (
+              fn['library_call_count'], calls))
+    check('function @forward: %d kernel' % fn['kernel_count'] in text,
+          'cuda text stats name the launched kernels: ' + text[:300])
 
 
 def main():
