@@ -582,7 +582,7 @@ std::optional<SourcePoint> anchorOf(Location loc, llvm::StringRef file) {
 
 void KernelProbe::runBeforePass(Pass *pass, Operation *op) {
   auto module = dyn_cast<ModuleOp>(op);
-  if (!module || pass->getArgument() != "kina-gpu-map-matmul")
+  if (!module || pass->getArgument() != "kina-gpu-map-row-chains")
     return;
   linalgLevel = collectLinalgKernels(module, file, shapes);
   // The location of each op, which its launch must carry (runAfterPass).

@@ -9,8 +9,9 @@
 // records the kernels at the point where each is one op: on the cpu target
 // after `kina-entry-points` (the bufferized module: each linalg op or
 // `memref.copy` then becomes one loop nest), on the cuda target before
-// `kina-gpu-map-matmul` (the same ops, each mapped to one `gpu.launch`)
-// and after `gpu-kernel-outlining` (the `gpu.func` each launch calls).
+// `kina-gpu-map-row-chains`, the first mapper (the same ops, each mapped
+// to one `gpu.launch` or a fused run to one) and after
+// `gpu-kernel-outlining` (the `gpu.func` each launch calls).
 // DotEmitter.cpp draws the report with the AST; Stats.cpp prints it.
 //
 //===----------------------------------------------------------------------===//

@@ -24,7 +24,11 @@
 namespace kina::cuda {
 
 // The kernel mappers, declared in CudaPasses.td (TableGen writes
-// their create functions here):
+// their create functions here), in the order the pipeline runs them:
+//  - `kina-gpu-map-row-chains` (GpuMapRowChains.cpp,
+//    createGpuMapRowChainsPass()): a run of ops over small static rows
+//    with at least one small matmul (an MLP's forward) to one
+//    thread-per-row kernel, the rows in private arrays;
 //  - `kina-gpu-map-matmul` (GpuMapMatmul.cpp, createGpuMapMatmulPass(),
 //    options `allow-tf32` and `cublaslt`): float contraction generics to a
 //    call of the runtime's cuBLASLt route with a kernel as fallback, the

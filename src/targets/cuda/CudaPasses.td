@@ -18,6 +18,39 @@
 
 include "mlir/Pass/PassBase.td"
 
+def GpuMapRowChainsPass : Pass<"kina-gpu-map-row-chains", "mlir::ModuleOp"> {
+  let summary = "Map a run of ops over small static rows with small matmuls "
+                "(an MLP's forward) to one thread-per-row kernel";
+  let description = [{
+    Finds runs of bufferized `linalg.generic`s that share one leading
+    parallel loop P (dynamic allowed) and whose other loops are static and
+    small: matmuls [P, K] x [K, M] whose right-hand side is a small static
+    parameter no op of the function writes (a function argument, an
+    allocation or a constant global), elementwise ops over [P, c] with
+    broadcast parameters, row values and scalars, reductions over the row
+    into [P] buffers, ops over P only; consecutive along the path of
+    execution (allocation checks and deallocations may stand between),
+    each sharing a row-indexed buffer with the run so far. A run of two or
+    more ops with at least one contraction becomes one `gpu.launch` of 32
+    threads per block, one thread per row (grid-stride): the rows the run
+    reads are copied into private arrays (memref.alloca of the row's
+    static shape), the ops run on those arrays, cloned without the loop P,
+    lowered with linalg's loop lowering and fully unrolled (so LLVM keeps
+    the arrays in registers), and the rows used after the run are copied
+    out; row buffers only the run used are no longer allocated. Row
+    buffers of at most 256 elements a row, parameters of at most 4096
+    elements, at most 4096 unrolled iterations an op and 16384 a run.
+    Runs first of the mappers, after `linalg-generalize-named-ops`. The
+    kernel's location is a FusedLoc of the ops' locations with metadata
+    ["kina-gpu-map-row-chains", N]. Cannot fail.
+  }];
+  let dependentDialects = ["mlir::affine::AffineDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::gpu::GPUDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect"];
+}
+
 def GpuMapMatmulPass : Pass<"kina-gpu-map-matmul", "mlir::ModuleOp"> {
   let summary = "Map contraction linalg.generic ops (matmul) to cuBLASLt "
                 "calls and shared-memory tiled GPU kernels";

@@ -10,8 +10,10 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/ADT/SetVector.h"
 
@@ -231,6 +233,62 @@ bool isMappableGeneric(linalg::GenericOp op) {
       return false;
   }
   return true;
+}
+
+bool isExitBlock(Block *block) {
+  for (Operation &op : *block) {
+    if (isa<func::ReturnOp>(op))
+      return true;
+    if (!isa<memref::DeallocOp>(op) &&
+        !(op.getNumRegions() == 0 && isMemoryEffectFree(&op)))
+      return false;
+  }
+  return false;
+}
+
+bool mayStandBetween(Operation *op) {
+  if (isa<memref::AllocOp, memref::DeallocOp>(op))
+    return true;
+  if (isa<linalg::LinalgOp, gpu::LaunchOp, memref::CopyOp>(op))
+    return false;
+  return op->getNumRegions() == 0 && isMemoryEffectFree(op);
+}
+
+Operation *nextAlongPath(Operation *op) {
+  if (!op->hasTrait<OpTrait::IsTerminator>())
+    return op->getNextNode();
+  Block *block = op->getBlock();
+  Block *next = nullptr;
+  for (Block *succ : op->getSuccessors()) {
+    if (succ->getSinglePredecessor() == block && !isExitBlock(succ)) {
+      if (next)
+        return nullptr;
+      next = succ;
+    } else if (!isExitBlock(succ)) {
+      return nullptr;
+    }
+  }
+  if (!next || next->getNumArguments() != 0 || next->empty())
+    return nullptr;
+  return &next->front();
+}
+
+void eraseAllocation(memref::AllocOp alloc) {
+  Value v = alloc.getResult();
+  for (Operation *user : llvm::make_early_inc_range(v.getUsers())) {
+    if (isa<memref::DeallocOp>(user)) {
+      user->erase();
+      continue;
+    }
+    auto pointer = cast<memref::ExtractAlignedPointerAsIndexOp>(user);
+    // The null check of an allocation that no longer exists passes.
+    OpBuilder b(pointer);
+    Value nonNull = arith::ConstantIndexOp::create(
+        b, pointer.getLoc(), alloc.getAlignment().value_or(16));
+    pointer.getResult().replaceAllUsesWith(nonNull);
+    pointer.erase();
+  }
+  alloc.erase();
 }
 
 } // namespace kina::cuda

@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -117,6 +118,28 @@ std::optional<Combiner> combinerOf(mlir::Operation *def, mlir::Type type);
 /// True when `op` is a `linalg.generic` on memrefs whose operands the
 /// mappers can load and store (ranked memrefs or scalars).
 bool isMappableGeneric(mlir::linalg::GenericOp op);
+
+/// True when `block` only frees buffers (pure ops between) and returns: the
+/// exit of an allocation's null check, as kina-buffer-ownership writes it.
+bool isExitBlock(mlir::Block *block);
+
+/// True when `op` may stand between two ops a mapper fuses into one
+/// kernel: an allocation, a deallocation, or an op without regions and
+/// memory effects (no linalg op, launch or copy).
+bool mayStandBetween(mlir::Operation *op);
+
+/// The op after `op` along the path of execution: the next op of its
+/// block, or, after a terminator whose successors are one continuation
+/// (this block its only predecessor, no arguments) and exits
+/// (isExitBlock), the continuation's first op; null otherwise (the end of
+/// the block, a loop, a join).
+mlir::Operation *nextAlongPath(mlir::Operation *op);
+
+/// Erases `alloc`, a buffer no kernel or host op uses any more: its
+/// deallocations go, and its null check (`memref.extract_aligned_pointer_
+/// as_index`, compared with 0 by kina-buffer-ownership) sees a non-null
+/// constant. Every other user must be gone already.
+void eraseAllocation(mlir::memref::AllocOp alloc);
 
 } // namespace kina::cuda
 
