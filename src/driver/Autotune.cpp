@@ -619,7 +619,7 @@ autotuneCuda(const DriverOptions &opts, const std::string &input,
   std::string info;
   if (Error err = tools.run(findKinaRun(argv0), {"kina-run", "--gpu-info"},
                             &info)) {
-    consumeError(std::move(err));
+    info = toString(std::move(err));
     driverError(
         input + ": --target=cuda --autotune measures on this machine's GPU, "
                 "and kina-run --gpu-info finds none (" +
