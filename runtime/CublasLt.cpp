@@ -18,7 +18,10 @@
 // outer ones a loop of calls. Each thread keeps, per device, a cuBLASLt
 // handle, a 32 MiB workspace (cuMemAlloc) and the plans it made (layouts,
 // operation descriptor and the heuristic's algorithm, by problem), so a
-// repeated shape costs one cublasLtMatmul.
+// repeated shape costs one cublasLtMatmul. The algorithm is the heuristic's
+// first unless the flags name another index into its list
+// (KINA_GPU_MATMUL_ALGO_SHIFT: the "cuda.matmul" schedule of
+// docs/autotune.md; an index past the list's end takes its last).
 //
 //===----------------------------------------------------------------------===//
 #include "CublasLt.h"
@@ -480,18 +483,16 @@ int32_t makePlan(DeviceState &state, const Problem &p, Plan &plan) {
            preference, kPrefAlignC, &alignD, sizeof(alignD))) == kSuccess &&
       (s = api.cublasLtMatmulPreferenceSetAttribute(
            preference, kPrefAlignD, &alignD, sizeof(alignD))) == kSuccess)
-    s = api.cublasLtMatmulAlgoGetHeuristic(state.handle, plan.desc, plan.x,
-                                           plan.y, plan.d, plan.d, preference,
-                                           static_cast<int>(results.size()),
-                                           results.data(), &returned);
+    s = api.cublasLtMatmulAlgoGetHeuristic(
+        state.handle, plan.desc, plan.x, plan.y, plan.d, plan.d, preference,
+        static_cast<int>(results.size()), results.data(), &returned);
   api.cublasLtMatmulPreferenceDestroy(preference);
   // No algorithm for this problem: the kernel of the compiled code runs.
   if (s == 15 /* CUBLAS_STATUS_NOT_SUPPORTED */ || returned == 0)
     return KINA_STATUS_SUCCESS;
   if (s != kSuccess)
     return pendCublas(api, s, "cublasLtMatmulAlgoGetHeuristic");
-  const HeuristicResult &result =
-      results[std::min<int>(p.algo, returned - 1)];
+  const HeuristicResult &result = results[std::min<int>(p.algo, returned - 1)];
   plan.algo = result.algo;
   plan.workspace = result.workspaceSize;
   plan.found = true;

@@ -357,7 +357,6 @@ autotune(const DriverOptions &opts, const std::string &input, const char *argv0,
   return best;
 }
 
-
 //===----------------------------------------------------------------------===//
 // cuda: the plan route (build here, measure on the GPU, import)
 //===----------------------------------------------------------------------===//
@@ -449,8 +448,8 @@ Expected<Results> readResults(const std::string &path) {
   } catch (const OrderedJson::parse_error &e) {
     return jsonSyntaxError(path, *text, e.byte, e.what(), "tuning results");
   }
-  auto need = [&](const OrderedJson &j, const std::string &at,
-                  const char *name, auto check,
+  auto need = [&](const OrderedJson &j, const std::string &at, const char *name,
+                  auto check,
                   const char *kind) -> Expected<const OrderedJson *> {
     auto it = j.find(name);
     if (it == j.end())
@@ -478,15 +477,15 @@ Expected<Results> readResults(const std::string &path) {
   if ((*plan)->value("format", "") != kPlanFormat)
     return resultsError(path, "plan.format",
                         Twine("not \"") + kPlanFormat + "\"");
-  Expected<const OrderedJson *> gpu = need(root, "", "gpu", isObject,
-                                           "an object");
+  Expected<const OrderedJson *> gpu =
+      need(root, "", "gpu", isObject, "an object");
   if (!gpu)
     return gpu.takeError();
-  for (auto [field, out] : {std::pair<const char *, std::string *>{
-                                "name", &r.gpuName},
-                            {"arch", &r.gpuArch}}) {
-    Expected<const OrderedJson *> v = need(**gpu, "gpu", field, isString,
-                                           "a string");
+  for (auto [field, out] :
+       {std::pair<const char *, std::string *>{"name", &r.gpuName},
+        {"arch", &r.gpuArch}}) {
+    Expected<const OrderedJson *> v =
+        need(**gpu, "gpu", field, isString, "a string");
     if (!v)
       return v.takeError();
     *out = (*v)->get<std::string>();
@@ -496,8 +495,8 @@ Expected<Results> readResults(const std::string &path) {
   if (!module)
     return module.takeError();
   r.module = (*module)->get<std::string>();
-  Expected<const OrderedJson *> ops = need(**plan, "plan", "ops", isArray,
-                                           "an array");
+  Expected<const OrderedJson *> ops =
+      need(**plan, "plan", "ops", isArray, "an array");
   if (!ops)
     return ops.takeError();
   for (size_t i = 0; i < (*ops)->size(); ++i) {
@@ -512,8 +511,8 @@ Expected<Results> readResults(const std::string &path) {
           {"function", &m.op.function},
           {"shapes", &m.op.shapes},
           {"dtype", &m.op.dtype}}) {
-      Expected<const OrderedJson *> v = need(j, at, field, isString,
-                                             "a string");
+      Expected<const OrderedJson *> v =
+          need(j, at, field, isString, "a string");
       if (!v)
         return v.takeError();
       *out = (*v)->get<std::string>();
@@ -617,12 +616,13 @@ autotuneCuda(const DriverOptions &opts, const std::string &input,
              const char *argv0, TempFiles &temps, const ToolRunner &tools) {
   // A GPU here? Else the plan route.
   std::string info;
-  if (Error err = tools.run(findKinaRun(argv0), {"kina-run", "--gpu-info"},
-                            &info)) {
+  if (Error err =
+          tools.run(findKinaRun(argv0), {"kina-run", "--gpu-info"}, &info)) {
     info = toString(std::move(err));
     driverError(
-        input + ": --target=cuda --autotune measures on this machine's GPU, "
-                "and kina-run --gpu-info finds none (" +
+        input +
+        ": --target=cuda --autotune measures on this machine's GPU, "
+        "and kina-run --gpu-info finds none (" +
         StringRef(info).trim().str() +
         "); build the candidates here with --autotune-plan DIR, measure "
         "them on the GPU machine with `kina-run --tune-plan DIR/plan.json`, "
@@ -676,8 +676,7 @@ bool buildTuningPlan(const DriverOptions &opts, const std::string &input,
     return false;
   }
   Search clock(opts, input, argv0, temps, tools);
-  OrderedJson opsJson = OrderedJson::array(),
-              candidates = OrderedJson::array();
+  OrderedJson opsJson = OrderedJson::array(), candidates = OrderedJson::array();
   size_t built = 0, same = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
     const TunableOp &op = ops[i];
@@ -782,8 +781,7 @@ importTuningResults(const DriverOptions &opts, const std::string &input,
     return nullptr;
   if (results->module != moduleName) {
     driverError(resultsPath + ": the tuning results are for module @" +
-                results->module + ", not @" + moduleName + " (" + input +
-                ")");
+                results->module + ", not @" + moduleName + " (" + input + ")");
     return nullptr;
   }
   std::optional<TuningCache> cache;

@@ -164,8 +164,7 @@ int runCompile(const DriverOptions &givenOpts,
       return ExitFailure;
   } else if (!opts.tuningResults.empty()) {
     opts.tuningOverride = timer.time("tuning-results", [&] {
-      return importTuningResults(opts, input, opts.tuningResults, temps,
-                                 tools);
+      return importTuningResults(opts, input, opts.tuningResults, temps, tools);
     });
     if (!opts.tuningOverride)
       return ExitFailure;

@@ -250,7 +250,7 @@ std::string mismatch(const TuningCacheEntry &e, const TunableOp &op,
 /// of `tunable`: its Kina name, whether it is exported, and the symbolic
 /// dims of its arguments.
 void describeTunableFunction(StringRef symbol, const Module &ast,
-                      const DriverOptions &opts, TunableOp &tunable) {
+                             const DriverOptions &opts, TunableOp &tunable) {
   StringRef name = symbol;
   name.consume_front(opts.symbolPrefix);
   tunable.function = name.str();
@@ -307,10 +307,9 @@ std::vector<TunableOp> findCudaTunables(mlir::ModuleOp module,
   mlir::OwningOpRef<mlir::ModuleOp> copy = module.clone();
   std::vector<TunableOp> ops;
   {
-    mlir::ScopedDiagnosticHandler quiet(module.getContext(),
-                                        [](mlir::Diagnostic &) {
-                                          return mlir::success();
-                                        });
+    mlir::ScopedDiagnosticHandler quiet(
+        module.getContext(),
+        [](mlir::Diagnostic &) { return mlir::success(); });
     if (!target ||
         mlir::failed(lowerToLLVMDialect(*copy, *target, probe, nullptr, {})))
       return ops;

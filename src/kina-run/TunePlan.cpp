@@ -199,9 +199,9 @@ int runTunePlan(const std::string &planPath, const std::string &self) {
         throw std::runtime_error(at + ".op: no op " + std::to_string(op));
       Candidate cand;
       cand.library = dir + field(c, "library", at).get<std::string>();
-      cand.function = field(ops[op], "function", "ops[" + std::to_string(op) +
-                                                     "]")
-                          .get<std::string>();
+      cand.function =
+          field(ops[op], "function", "ops[" + std::to_string(op) + "]")
+              .get<std::string>();
       for (const auto &b : ops[op].value("bindings", Json::object()).items())
         cand.shape += (cand.shape.empty() ? "" : ",") + b.key() + "=" +
                       std::to_string(b.value().get<int64_t>());
@@ -218,6 +218,35 @@ int runTunePlan(const std::string &planPath, const std::string &self) {
     return 1;
   }
   Json measurements = Json::array();
+  std::string dir = planPath.substr(0, planPath.find_last_of('/') + 1);
+  std::string path = dir + "results.json";
+  // The results so far, written after every candidate (a temporary file
+  // renamed over results.json), so a run cut short keeps what it measured.
+  auto save = [&]() {
+    Json results = Json::object();
+    results["format"] = "kinac-tuning-results";
+    results["version"] = 1;
+    results["plan"] = plan;
+    results["gpu"] = {
+        {"device", gpu.ordinal}, {"name", gpu.name}, {"arch", gpu.arch}};
+    results["measurements"] = measurements;
+    std::string temp = path + ".tmp" + std::to_string(getpid());
+    {
+      std::ofstream outFile(temp);
+      outFile << results.dump(2) << "\n";
+      if (!outFile) {
+        std::remove(temp.c_str());
+        error("cannot write '" + temp + "'");
+        return false;
+      }
+    }
+    if (std::rename(temp.c_str(), path.c_str()) != 0) {
+      std::remove(temp.c_str());
+      error("cannot write '" + path + "'");
+      return false;
+    }
+    return true;
+  };
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Candidate &c = candidates[i];
     std::vector<std::string> argv = {self,
@@ -251,37 +280,18 @@ int runTunePlan(const std::string &planPath, const std::string &self) {
                 << " " << c.function << " " << timing["median_s"].get<double>()
                 << " s\n";
     } else {
-      m["error"] = status < 0 ? "kina-run could not start"
-                              : "kina-run exited with status " +
-                                    std::to_string(status);
+      m["error"] =
+          status < 0 ? "kina-run could not start"
+                     : "kina-run exited with status " + std::to_string(status);
       std::cerr << "kina-run: tune-plan: " << i + 1 << "/" << candidates.size()
                 << " " << c.function << " failed (status " << status << ")\n";
     }
     measurements.push_back(std::move(m));
-  }
-  Json results = Json::object();
-  results["format"] = "kinac-tuning-results";
-  results["version"] = 1;
-  results["plan"] = plan;
-  results["gpu"] = {
-      {"device", gpu.ordinal}, {"name", gpu.name}, {"arch", gpu.arch}};
-  results["measurements"] = std::move(measurements);
-  std::string dir = planPath.substr(0, planPath.find_last_of('/') + 1);
-  std::string path = dir + "results.json";
-  std::string temp = path + ".tmp" + std::to_string(getpid());
-  {
-    std::ofstream outFile(temp);
-    outFile << results.dump(2) << "\n";
-    if (!outFile) {
-      error("cannot write '" + temp + "'");
+    if (!save())
       return 1;
-    }
   }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::remove(temp.c_str());
-    error("cannot write '" + path + "'");
+  if (candidates.empty() && !save())
     return 1;
-  }
   std::cerr << "kina-run: tune-plan: wrote " << path << "\n";
   return 0;
 }

@@ -40,8 +40,9 @@ int printGpuInfo();
 /// in a kina-run process of its own (`kina-run LIB FN --bench --shape ...
 /// --warmup W --repeat R`, so a candidate that crashes ends only its
 /// process and is reported as failed), and writes `results.json` beside
-/// the plan (a temporary file renamed over it): the plan's ops and
-/// candidates with each candidate's median seconds or error, and the GPU.
+/// the plan after every candidate (a temporary file renamed over it, so a
+/// run cut short keeps what it measured): the plan's ops and candidates
+/// with each candidate's median seconds or error, and the GPU.
 /// Progress on stderr, one line per candidate. `self` is the path of this
 /// kina-run (argv[0] resolved). Returns the exit status: 0, or 1 (no GPU,
 /// a malformed plan, results not writable) with a message on stderr.

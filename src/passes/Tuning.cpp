@@ -8,8 +8,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Location.h"
-#include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/Operation.h"
+#include "mlir/IR/TypeUtilities.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -168,8 +168,9 @@ Schedule schedule(const TuningParameters *tuning, TuningSites *sites,
   if (found)
     for (const auto &[name, value] : found->params)
       result.params[name] = value;
-  if (sites && !key.empty() &&
-      llvm::none_of(*sites, [&](const TuningSite &s) { return s.key == key; })) {
+  if (sites && !key.empty() && llvm::none_of(*sites, [&](const TuningSite &s) {
+        return s.key == key;
+      })) {
     TuningSite site;
     site.key = key;
     site.space = space.str();

@@ -534,20 +534,18 @@ public:
   /// is not worth a search.
   int64_t blockOf(Operation *op) const {
     const TuningParameters *t = tuning.params.get();
-    bool fill = llvm::none_of(op->getOperands(), [](Value v) {
-                  return isa<MemRefType>(v.getType());
-                }) ||
-                (isa<linalg::GenericOp>(op) &&
-                 llvm::none_of(cast<linalg::GenericOp>(op).getDpsInputs(),
-                               [](Value v) {
-                                 return isa<MemRefType>(v.getType());
-                               }));
+    bool fill =
+        llvm::none_of(op->getOperands(),
+                      [](Value v) { return isa<MemRefType>(v.getType()); }) ||
+        (isa<linalg::GenericOp>(op) &&
+         llvm::none_of(cast<linalg::GenericOp>(op).getDpsInputs(),
+                       [](Value v) { return isa<MemRefType>(v.getType()); }));
     if (fill)
       return t && t->lookup("cuda.elementwise")
                  ? t->lookup("cuda.elementwise")->get("block", blockSize)
                  : blockSize;
-    Schedule s = tuning.of(op, "elementwise", "cuda.elementwise",
-                           "cuda.elementwise");
+    Schedule s =
+        tuning.of(op, "elementwise", "cuda.elementwise", "cuda.elementwise");
     bool tuned = t && (t->lookup(tuningKey(op, "elementwise")) ||
                        t->lookup("cuda.elementwise"));
     return tuned ? s.get("block", blockSize) : blockSize;

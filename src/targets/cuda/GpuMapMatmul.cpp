@@ -428,8 +428,7 @@ void mapContraction(linalg::GenericOp op, const ContractionLoops &loops,
     // Which of cuBLASLt's heuristic algorithms: the op's "cuda.matmul"
     // schedule (kina/Tuning.h), in the flags' algorithm field.
     int64_t algo = tuning.of(op, "matmul", "cuda.matmul").get("algo", 0);
-    int32_t flags = (allowTf32 ? kFlagTf32 : 0) |
-                    (fill ? 0 : kFlagAccumulate) |
+    int32_t flags = (allowTf32 ? kFlagTf32 : 0) | (fill ? 0 : kFlagAccumulate) |
                     static_cast<int32_t>(algo << kAlgoShift);
     Value fallback =
         emitLibraryCall(b, loc, op, loops, sizes, nonEmpty, types, flags,

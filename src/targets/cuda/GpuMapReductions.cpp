@@ -602,8 +602,8 @@ public:
         mapped = succeeded(emitColumn(kernel));
       }
       // The tree and sequential kernels' block: the op's schedule.
-      int64_t block = tuning.of(op, "reduction", "cuda.reduction")
-                          .get("block", kBlockSize);
+      int64_t block =
+          tuning.of(op, "reduction", "cuda.reduction").get("block", kBlockSize);
       if (succeeded(contrib) && !mapped) {
         ReductionKernel kernel{op, *contrib, {}, {}, {}, {}, {}, block};
         mapped = succeeded(kernel.emit());
