@@ -202,7 +202,10 @@ int runTunePlan(const std::string &planPath, const std::string &self) {
       cand.function =
           field(ops[op], "function", "ops[" + std::to_string(op) + "]")
               .get<std::string>();
-      for (const auto &b : ops[op].value("bindings", Json::object()).items())
+      // A named copy: items() of the temporary value() returns would
+      // dangle.
+      Json bindings = ops[op].value("bindings", Json::object());
+      for (const auto &b : bindings.items())
         cand.shape += (cand.shape.empty() ? "" : ",") + b.key() + "=" +
                       std::to_string(b.value().get<int64_t>());
       candidates.push_back(cand);

@@ -28,6 +28,10 @@ Here (kinac and ptxas, no GPU needed):
   cache untouched.
 - Without a GPU, `--target=cuda --autotune` fails (exit 1) naming the plan
   route.
+- kina-run --tune-plan's runner, with a stand-in libcuda.so.1 (the device
+  queries only) on a plan of cpu libraries: each candidate measured in a
+  child process, a missing library recorded as an error, results.json with
+  the plan and the device; a missing plan is an error.
 
 With --measure-plan DIR (on the GPU machine, scripts/gpu-check.sh): runs
 `kina-run --tune-plan DIR/plan.json` and checks results.json: every
@@ -292,6 +296,90 @@ def check_malformed(kinac, work, kir, plan, cache):
         r'format\.json: malformed tuning results: format')
 
 
+FAKE_DRIVER = r'''
+#include <string.h>
+int cuInit(unsigned flags) { return 0; }
+int cuDeviceGetCount(int *n) { *n = 1; return 0; }
+int cuDeviceGet(int *d, int ordinal) { *d = ordinal; return 0; }
+int cuDeviceGetName(char *s, int len, int d) {
+  strncpy(s, "Fake GPU", len); return 0; }
+int cuDeviceGetAttribute(int *v, int attr, int d) {
+  *v = attr == 75 ? 9 : 0; return 0; }
+'''
+
+CPU_SOURCE = '''module @cpu
+func @f(%x: f32[N]) -> f32[N] {
+  %y = exp %x
+  return %y
+}
+'''
+
+
+def check_runner_here(kinac, kina_run, work):
+    """kina-run --tune-plan's runner without a GPU: a stand-in libcuda.so.1
+    (the five device queries kina-run makes) and a plan of cpu libraries
+    (the runner does not care which target a library has): every candidate
+    is measured in a child kina-run, a crashing one (a missing library) is
+    recorded with its error, the results name the device."""
+    cc = shutil.which('cc') or shutil.which('gcc')
+    if not cc:
+        print('skip: no C compiler for the stand-in CUDA driver')
+        return
+    drv = os.path.join(work, 'fakecuda')
+    os.makedirs(drv)
+    with open(os.path.join(drv, 'f.c'), 'w') as f:
+        f.write(FAKE_DRIVER)
+    r = run([cc, '-shared', '-fPIC', '-o', os.path.join(drv, 'libcuda.so.1'),
+             os.path.join(drv, 'f.c')])
+    check(r.returncode == 0, 'stand-in libcuda.so.1 built (%s)' % r.stderr)
+    plan_dir = os.path.join(work, 'cpu-plan')
+    os.makedirs(plan_dir)
+    kir = os.path.join(plan_dir, 'cpu.kir')
+    with open(kir, 'w') as f:
+        f.write(CPU_SOURCE)
+    r = run([kinac, kir, '-O2', '--emit=shared', '-o',
+             os.path.join(plan_dir, 'c000.so')])
+    check(r.returncode == 0, 'cpu library built (%s)' % r.stderr)
+    plan = {'format': 'kinac-tuning-plan', 'version': 1, 'module': 'cpu',
+            'target': 'cuda', 'gpu_arch': 'sm_90', 'warmup': 1, 'repeat': 3,
+            'max_seconds': 1,
+            'ops': [{'key': 'elementwise@3:3', 'space': 'cuda.elementwise',
+                     'space_version': 1, 'function': 'f',
+                     'shapes': 'memref<?xf32>', 'dtype': 'f32',
+                     'bindings': {'N': 1000}}],
+            'candidates': [
+                {'op': 0, 'schedule': {'block': 256}, 'library': 'c000.so',
+                 'default': True},
+                {'op': 0, 'schedule': {'block': 128}, 'library': 'gone.so',
+                 'default': False}]}
+    write_json(os.path.join(plan_dir, 'plan.json'), plan)
+    env = dict(os.environ, LD_LIBRARY_PATH=drv)
+    info = run([kina_run, '--gpu-info'], env=env)
+    check(info.returncode == 0 and '"Fake GPU"' in info.stdout and
+          '"sm_90"' in info.stdout, 'kina-run --gpu-info (%s)' % info.stdout)
+    r = run([kina_run, '--tune-plan', os.path.join(plan_dir, 'plan.json')],
+            env=env)
+    check(r.returncode == 0, 'kina-run --tune-plan exits 0 (%s)' %
+          r.stderr.strip()[-800:])
+    path = os.path.join(plan_dir, 'results.json')
+    if not os.path.exists(path):
+        check(False, 'results.json written')
+        return
+    with open(path) as f:
+        res = json.load(f)
+    ms = res['measurements']
+    check(res['format'] == 'kinac-tuning-results' and res['plan'] == plan and
+          res['gpu'] == {'device': 0, 'name': 'Fake GPU', 'arch': 'sm_90'},
+          'results: format, the plan, the device')
+    check(len(ms) == 2 and ms[0].get('median_s', 0) > 0 and
+          ms[0].get('runs', 0) >= 1 and 'error' in ms[1] and
+          'median_s' not in ms[1],
+          'the candidate measured, the missing library recorded: %s' % ms)
+    r = run([kina_run, '--tune-plan', os.path.join(plan_dir, 'nope.json')])
+    check(r.returncode == 1 and 'cannot read the tuning plan' in r.stderr,
+          'a missing plan is an error (%s)' % r.stderr.strip())
+
+
 def measure_plan(kina_run, plan_dir):
     """The GPU part: kina-run --tune-plan on a prebuilt plan."""
     plan_path = os.path.join(plan_dir, 'plan.json')
@@ -350,6 +438,7 @@ def main():
             imported = check_import(args.kinac, work, kir, plan_dir, plan)
             if imported:
                 check_malformed(args.kinac, work, kir, plan, imported[0])
+        check_runner_here(args.kinac, args.kina_run, work)
         gpu = run([args.kina_run, '--gpu-info'])
         if gpu.returncode != 0:
             r = run([args.kinac, os.path.join(work, 'tune.kir'),
