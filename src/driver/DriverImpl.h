@@ -356,7 +356,8 @@ struct TuningIdentity {
 /// opts' target: cpu, each f32/f64 linalg.matmul of rank 2 (space
 /// "cpu.matmul") and each Kina statement computing a reduction (its first
 /// linalg.generic with a reduction loop; space "cpu.vectorize"); cuda, the
-/// kernel class "cuda.elementwise". `ast` gives
+/// kernel class "cuda.elementwise" only (findCudaTunables finds the
+/// kernels). `ast` gives
 /// the functions' signatures (exported or not, symbolic dims).
 std::vector<TunableOp> findTunables(mlir::ModuleOp module, const Module &ast,
                                     const DriverOptions &opts);

@@ -274,7 +274,8 @@ void addOptions(CLI::App &app, DriverOptions &opts) {
                  "Sizes of symbolic dims for --stats's figures: "
                  "NAME=SIZE[,NAME=SIZE...] (e.g. N=1797)");
   app.add_flag("--autotune", opts.autotune,
-               "Measure candidate schedules of each matmul on this machine "
+               "Measure candidate schedules of each matmul and reduction "
+               "(cuda: each kernel, on this machine's GPU) on this machine "
                "(random inputs at --tune-shape's sizes, each candidate in a "
                "kina-run process) and build with the fastest; with "
                "--tuning-cache, record them there (docs/autotune.md)");
