@@ -22,6 +22,10 @@
 // cuBLASLt's epilogue (bias, relu, gelu), alpha and a residual read as
 // cuBLASLt's C (beta 1) while the result is its D (docs/cuda.md, "Matmul
 // epilogues").
+// The algorithm is the heuristic's first unless the flags name another
+// index into its list (KINA_GPU_MATMUL_ALGO_SHIFT: the "cuda.matmul"
+// schedule of docs/autotune.md; an index past the list's end takes its
+// last).
 //
 //===----------------------------------------------------------------------===//
 #include "CublasLt.h"
@@ -236,6 +240,8 @@ int alignmentOf(uint64_t value) {
 struct Problem {
   int aType = 0, cType = 0;
   bool tf32 = false, accumulate = false;
+  /// Index into the heuristic's list (KINA_GPU_MATMUL_ALGO_SHIFT).
+  int32_t algo = 0;
   Operand x, y, d;
   int64_t batch = 1;
   std::vector<int64_t> outerSizes;
@@ -259,6 +265,7 @@ bool normalise(int32_t types, int32_t flags, int32_t batchRank,
   p.aType = types & 0xff;
   p.cType = (types >> 8) & 0xff;
   p.tf32 = flags & KINA_GPU_MATMUL_TF32;
+  p.algo = (flags >> KINA_GPU_MATMUL_ALGO_SHIFT) & KINA_GPU_MATMUL_ALGO_MASK;
   p.accumulate = flags & KINA_GPU_MATMUL_ACCUMULATE;
   if (dataType(p.aType) < 0 || dataType(p.cType) < 0 || batchRank < 0 ||
       batchRank > KINA_MAX_RANK)
@@ -375,7 +382,8 @@ struct Plan {
 using PlanKey = std::array<int64_t, 20>;
 
 PlanKey keyOf(const Problem &p) {
-  return {p.aType | p.cType << 8 | int64_t(p.tf32) << 16,
+  return {p.aType | p.cType << 8 | int64_t(p.tf32) << 16 |
+              int64_t(p.algo) << 17,
           p.x.op | p.y.op << 1,
           p.x.rows,
           p.x.cols,
@@ -501,7 +509,9 @@ int32_t makePlan(DeviceState &state, const Problem &p, Plan &plan) {
   uint64_t workspace = kWorkspaceBytes;
   uint32_t alignX = p.x.alignment, alignY = p.y.alignment,
            alignD = p.d.alignment;
-  HeuristicResult result{};
+  // The first p.algo + 1 algorithms, best first; the tuned index (or the
+  // last offered) runs.
+  std::vector<HeuristicResult> results(p.algo + 1);
   int returned = 0;
   if ((s = api.cublasLtMatmulPreferenceSetAttribute(
            preference, kPrefMaxWorkspace, &workspace, sizeof(workspace))) ==
@@ -514,15 +524,16 @@ int32_t makePlan(DeviceState &state, const Problem &p, Plan &plan) {
            preference, kPrefAlignC, &alignD, sizeof(alignD))) == kSuccess &&
       (s = api.cublasLtMatmulPreferenceSetAttribute(
            preference, kPrefAlignD, &alignD, sizeof(alignD))) == kSuccess)
-    s = api.cublasLtMatmulAlgoGetHeuristic(state.handle, plan.desc, plan.x,
-                                           plan.y, plan.d, plan.d, preference,
-                                           1, &result, &returned);
+    s = api.cublasLtMatmulAlgoGetHeuristic(
+        state.handle, plan.desc, plan.x, plan.y, plan.d, plan.d, preference,
+        static_cast<int>(results.size()), results.data(), &returned);
   api.cublasLtMatmulPreferenceDestroy(preference);
   // No algorithm for this problem: the kernel of the compiled code runs.
   if (s == 15 /* CUBLAS_STATUS_NOT_SUPPORTED */ || returned == 0)
     return KINA_STATUS_SUCCESS;
   if (s != kSuccess)
     return pendCublas(api, s, "cublasLtMatmulAlgoGetHeuristic");
+  const HeuristicResult &result = results[std::min<int>(p.algo, returned - 1)];
   plan.algo = result.algo;
   plan.workspace = result.workspaceSize;
   plan.found = true;

@@ -22,6 +22,10 @@
 #                                         the conformance format and compiled
 #                                         the same way (run_e2e.py
 #                                         --export-cases)
+#   gpu/tune/                             a cuda tuning plan (kinac
+#                                         --autotune-plan: candidates and
+#                                         plan.json) that gpu-check.sh
+#                                         measures with kina-run --tune-plan
 #   gpu/digits/                           the digits sample compiled for cuda
 #                                         (digits, data/)
 #   gpu/python/                           the kina package's GPU tests:
@@ -172,6 +176,12 @@ say "compiling bench/gpu's programs for --target=cuda"
 "$root/bench/gpu/build.sh" --kinac "$kinac" "$out/gpu/bench" >/dev/null ||
   die "bench/gpu/build.sh failed"
 cp "$root/bench/gpu/bench.py" "$out/gpu/tools/"
+say "building a cuda tuning plan (tests/autotune/check_autotune_cuda.py)"
+"$py" "$root/tests/autotune/check_autotune_cuda.py" --kinac "$kinac" \
+  --kina-run "$build/bin/kina-run" --build-plan "$out/gpu/tune" >/dev/null ||
+  die "the cuda tuning plan failed to build"
+strip --strip-unneeded "$out"/gpu/tune/*.so
+cp "$root/tests/autotune/check_autotune_cuda.py" "$out/gpu/tools/"
 
 say "compiling the Python package's test library for --target=cuda"
 python_artefacts "$out/gpu/python" || die "the Python package's artefacts failed"

@@ -27,6 +27,10 @@
 #      them) through the runtime's call frame, 8 threads included.
 #   5. kina-run on a cuda shared library (gpu/axpy_cuda.so): inputs copied
 #      into managed memory, exact result.
+#   5b. cuda autotuning's measuring step: kina-run --tune-plan on the plan
+#      gpu-artefacts.sh built (gpu/tune), every candidate measured, the GPU
+#      named (tests/autotune/check_autotune_cuda.py --measure-plan); SKIP
+#      when kina-run --gpu-info finds no GPU.
 #   6. The digits sample compiled for cuda (gpu/digits): its `digits:` line
 #      and exit status 0.
 #   7. The end-to-end cases and 8. the WHOLE conformance suite, compiled for
@@ -376,6 +380,23 @@ elif run_step "kina-run on a cuda library" "$log" python3 \
   record "kina-run on a cuda library" PASS "$(tail -1 "$log")"
 else
   record "kina-run on a cuda library" FAIL "$(tail -2 "$log" | tr '\n' ' ')"
+fi
+
+# The measuring half of cuda autotuning: kina-run --tune-plan on the plan
+# gpu-artefacts.sh built (docs/autotune.md); skipped without a CUDA GPU.
+log="$log_dir/tune.log"
+name="cuda autotuning: kina-run --tune-plan"
+if [[ ! -f "$gpu/tune/plan.json" || ! -x "$kina_run" ]]; then
+  record "$name" FAIL "missing $gpu/tune/plan.json or $kina_run (run scripts/gpu-artefacts.sh)"
+elif ! "$kina_run" --gpu-info >/dev/null 2>&1; then
+  record "$name" SKIP "kina-run --gpu-info finds no CUDA GPU"
+elif ((!have_python)); then
+  record "$name" FAIL "no python3 here"
+elif run_step "$name" "$log" python3 "$gpu/tools/check_autotune_cuda.py" \
+  --kina-run "$kina_run" --measure-plan "$gpu/tune"; then
+  record "$name" PASS "$(tail -1 "$log")"
+else
+  record "$name" FAIL "$(grep -m3 '^FAIL' "$log" | cut -c1-160 | tr '\n' ' ')"
 fi
 
 log="$log_dir/digits.log"

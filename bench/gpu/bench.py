@@ -4,7 +4,8 @@
 Runs on the GPU machine (PyTorch with CUDA; no LLVM there), on the shared
 libraries bench/gpu/build.sh compiled on the development machine:
 
-    python3 bench/gpu/bench.py LIBDIR [--baseline DIR] [--json OUT.json]
+    python3 bench/gpu/bench.py LIBDIR [--baseline DIR] [--tuned DIR]
+                               [--json OUT.json]
                                [--only NAME,...] [--no-compile]
 
 For every row (CASES below) it draws random inputs (normal, never zeros) as
@@ -32,7 +33,10 @@ runs it on the libraries scripts/gpu-artefacts.sh builds); the exit status
 is 1 when any kinac result was wrong or its call failed.
 
 Variants: LIBDIR's libraries are "kinac"; with --baseline DIR (the same
-libraries built by another kinac, e.g. main's) they are "kinac-base"; a
+libraries built by another kinac, e.g. main's) they are "kinac-base"; with
+--tuned DIR (the libraries built with a cuda tuning cache, bench/gpu/README
+or docs/autotune.md: build.sh --tuned) they are "kinac-tuned", and the
+table ends with each row's tuned/default time ratio; a
 kbench_kernel.so in LIBDIR (matmul on the generated kernel instead of
 cuBLASLt) gives "kinac-kernel" for the matmul rows; --prefetch adds
 "kinac-pf", a private copy of each library whose runtime runs with
@@ -372,6 +376,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("libdir")
     ap.add_argument("--baseline", help="libraries of another kinac")
+    ap.add_argument("--tuned", help="the libraries built with kinac's cuda "
+                    "tuning cache (the tuned column)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--only", help="comma-separated row name prefixes")
     ap.add_argument("--check-only", action="store_true",
@@ -399,6 +405,8 @@ def main():
     variants = [("kinac", opts.libdir)]
     if opts.baseline:
         variants.append(("kinac-base", opts.baseline))
+    if opts.tuned:
+        variants.append(("kinac-tuned", opts.tuned))
     libs = {}
 
     def library(d, name):
@@ -536,6 +544,15 @@ def main():
             err = "%.1e" % err if isinstance(err, float) else ""
             print("%-24s %-12s %10.3f %10s %9s %7s %7s" %
                   (row["name"], who, t * 1e3, rate, frac, ratio, err))
+    if opts.tuned:  # the tuned column beside the default one
+        print()
+        print("%-24s %12s %12s %14s" % ("row", "default ms", "tuned ms",
+                                        "tuned/default"))
+        for row in rows:
+            d, t = row["times"].get("kinac"), row["times"].get("kinac-tuned")
+            if d and t:
+                print("%-24s %12.3f %12.3f %14.3f" %
+                      (row["name"], d * 1e3, t * 1e3, t / d))
     return 1 if failures else 0
 
 

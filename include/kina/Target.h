@@ -66,9 +66,13 @@ struct TargetOptions {
   std::string gpuMatmul = "cublaslt";
   /// Tuned schedules (`--tuning-cache`, `--autotune`; kina/Tuning.h): cpu's
   /// kina-matmul-kernel reads the "cpu.matmul" schedule of each matmul,
-  /// cuda's kina-gpu-map-elementwise the "cuda.elementwise" block size.
+  /// cuda's mappers the "cuda.*" schedules of each kernel (kina/Tuning.h).
   /// Null or empty: every pass uses its defaults.
   std::shared_ptr<const TuningParameters> tuning;
+  /// cuda: when set, each mapper appends the keys it looked up (the
+  /// module's tunable kernels, as mapped; kinac's --autotune and
+  /// --tuning-cache read them). Null: nothing is recorded.
+  std::shared_ptr<TuningSites> tuningSites;
   /// Where a target's pipeline may stop early for an `--emit` stage of its
   /// own (cuda: `mlir-gpu`, the outlined kernels; `ptx`, the kernels
   /// compiled to PTX, kept in `gpu.binary` ops); empty: the whole pipeline.

@@ -22,8 +22,22 @@
 //    lowers to shares the key `reduction@<line>:<col>`); vbits (vector
 //    width, bits; 0: the processor's), vectors (vectors per tile of the
 //    vectorised loop, i.e. independent accumulators of a row reduction).
-//  - "cuda.elementwise" (kina-gpu-map-elementwise): per kernel class, one
-//    entry for the module; block (threads per block).
+//  - "cuda.elementwise" (kina-gpu-map-elementwise): per kernel, key
+//    `elementwise@<line>:<col>` (the mapped generic or copy), or one entry
+//    for the whole class (key "cuda.elementwise") as a fallback; block
+//    (threads per block).
+//  - "cuda.rows" (kina-gpu-map-rows): per row kernel, key
+//    `rows@<line>:<col>` of its first reduction; threads (most threads per
+//    block, one row per block), per_thread (most owned elements per thread
+//    and row buffer).
+//  - "cuda.reduction" (kina-gpu-map-reductions): per reduction generic, key
+//    `reduction@<line>:<col>`; block (threads per block of the
+//    block-per-output tree kernel and of the sequential kernel).
+//  - "cuda.matmul" (kina-gpu-map-matmul, runtime/CublasLt.cpp): per float
+//    contraction taking the cuBLASLt route, key `matmul@<line>:<col>`;
+//    algo (index into cublasLtMatmulAlgoGetHeuristic's list, best first).
+// The cuda mappers record each key they look up (TuningSites), so the
+// driver knows the tunable kernels of a module exactly as mapped.
 // Another pass takes tuned parameters by adding its space to allSpaces()
 // and reading `tuning->lookup(key)` the same way.
 //
@@ -110,6 +124,31 @@ std::string tuningKey(mlir::Operation *op, llvm::StringRef kind);
 
 /// The kind of the "cpu.vectorize" keys: `reduction@<line>:<col>`.
 inline constexpr const char *kVectorizeKeyKind = "reduction";
+
+/// One schedule a pass looked up while it mapped an op (cuda mappers):
+/// the key, the space, the exported function the op sits in (its name
+/// without the symbol prefix is the driver's business: this is the MLIR
+/// symbol), the op's operand types as MLIR prints them ("memref<?x64xf32>,
+/// ...") and its element type ("f32").
+struct TuningSite {
+  std::string key, space, symbol, shapes, dtype;
+};
+
+/// The sites of one pipeline run, in the order the passes met them, each
+/// key once. Filled by schedule() below when a pipeline carries one
+/// (TargetOptions::tuningSites); not thread-safe (passes over a module run
+/// on one thread).
+using TuningSites = std::vector<TuningSite>;
+
+class TuningParameters;
+
+/// The schedule of `op` in space `space` under the key `tuningKey(op,
+/// kind)`: the table's entry for that key, else the one for `classKey`
+/// (when not empty), else the space's defaults; records the site in
+/// `sites` (when not null). `tuning` may be null (defaults).
+Schedule schedule(const TuningParameters *tuning, TuningSites *sites,
+                  mlir::Operation *op, llvm::StringRef kind,
+                  llvm::StringRef space, llvm::StringRef classKey = "");
 
 /// Schedules by key (tuningKey for ops, "cuda.elementwise" for a kernel
 /// class), as a target's pipeline receives them. Empty: every pass uses

@@ -267,6 +267,11 @@ void kina_rt_gpu_synchronize(void);
 /* Flags of kina_rt_gpu_matmul. */
 #define KINA_GPU_MATMUL_TF32 1       /* f32: TF32 tensor cores allowed */
 #define KINA_GPU_MATMUL_ACCUMULATE 2 /* C += A B (else C = A B) */
+/* Bits 8..15 of the flags: which of cublasLtMatmulAlgoGetHeuristic's
+ * algorithms to run (0: its first, the default; an index past the end of
+ * its list: its last), the "cuda.matmul" schedule (docs/autotune.md). */
+#define KINA_GPU_MATMUL_ALGO_SHIFT 8
+#define KINA_GPU_MATMUL_ALGO_MASK 0xff
 
 /** A matmul of a cuda entry through cuBLASLt (loaded at run time, see
  *  docs/cuda.md), queued on the thread's stream like the call's kernels:

@@ -134,6 +134,9 @@ std::optional<std::string> Compilation::generate(const std::string &input,
     return std::nullopt;
   moduleName = module.name;
   tunables = findTunables(*mlirModule, module, opts);
+  // cuda: the kernels as mapped, when a cache or a search needs them.
+  if (opts.target == "cuda" && (tuningCache || opts.autotune))
+    tunables = findCudaTunables(*mlirModule, module, opts);
 
   auto print = [&](mlir::ModuleOp m, bool debugInfo) {
     std::string text;

@@ -89,7 +89,9 @@ Expected<InputPlan> planInputs(const DriverOptions &opts) {
     return error("--stats needs a stage that runs the target's pipeline, "
                  "not --emit=" +
                  opts.emit);
-  if ((opts.autotune || !opts.tuningCache.empty()) && several)
+  if ((opts.autotune || !opts.tuningCache.empty() ||
+       !opts.tuningResults.empty()) &&
+      several)
     return error(std::string(opts.autotune ? "--autotune" : "--tuning-cache") +
                  " applies to the compilation of one .kir file");
   if (opts.autotune &&
@@ -146,9 +148,24 @@ int runCompile(const DriverOptions &givenOpts,
   // with its schedules; --tuning-cache alone: the cache's schedules.
   DriverOptions opts = givenOpts;
   std::optional<TuningCache> cache;
+  if (opts.autotune && !opts.autotunePlan.empty()) {
+    // The plan route's first step: candidates built, nothing measured,
+    // nothing else written.
+    bool built = timer.time("autotune-plan", [&] {
+      return buildTuningPlan(opts, input, opts.autotunePlan, argv0, temps,
+                             tools);
+    });
+    return built ? ExitSuccess : ExitFailure;
+  }
   if (opts.autotune) {
     opts.tuningOverride = timer.time(
         "autotune", [&] { return autotune(opts, input, argv0, temps, tools); });
+    if (!opts.tuningOverride)
+      return ExitFailure;
+  } else if (!opts.tuningResults.empty()) {
+    opts.tuningOverride = timer.time("tuning-results", [&] {
+      return importTuningResults(opts, input, opts.tuningResults, temps, tools);
+    });
     if (!opts.tuningOverride)
       return ExitFailure;
   } else if (!opts.tuningCache.empty()) {

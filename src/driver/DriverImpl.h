@@ -96,6 +96,14 @@ struct DriverOptions {
   std::string tuneShape;
   ShapeBindings tuneShapes;
   double autotuneBudget = 0;
+  /// cuda: --autotune-plan DIR (build the candidates and DIR/plan.json,
+  /// measure nothing), --tuning-results FILE (import kina-run
+  /// --tune-plan's results into --tuning-cache and build with them),
+  /// --gpu-model NAME (the GPU cuda cache entries must have been measured
+  /// on; empty: any of --gpu-arch). docs/autotune.md.
+  std::string autotunePlan;
+  std::string tuningResults;
+  std::string gpuModel;
   /// Schedules that replace the cache's (--autotune's candidates and its
   /// result); null: the cache's, if any.
   std::shared_ptr<const TuningParameters> tuningOverride;
@@ -338,16 +346,36 @@ struct TunableOp {
 /// and --mcpu as resolved ("" for the generic processor).
 struct TuningIdentity {
   std::string target, processor, features, mcpu;
+  /// cuda: the GPU's name as the driver reports it ("NVIDIA H200"): where
+  /// an entry was measured; in a build's identity, --gpu-model (empty:
+  /// entries of any GPU of the processor apply).
+  std::string gpu;
 };
 
 /// The tunable ops of `module` (MLIRGen's output, linalg on tensors) for
 /// opts' target: cpu, each f32/f64 linalg.matmul of rank 2 (space
 /// "cpu.matmul") and each Kina statement computing a reduction (its first
 /// linalg.generic with a reduction loop; space "cpu.vectorize"); cuda, the
-/// kernel class "cuda.elementwise". `ast` gives
+/// kernel class "cuda.elementwise" only (findCudaTunables finds the
+/// kernels). `ast` gives
 /// the functions' signatures (exported or not, symbolic dims).
 std::vector<TunableOp> findTunables(mlir::ModuleOp module, const Module &ast,
                                     const DriverOptions &opts);
+
+/// cuda: the tunable kernels of `module` as the mappers met them (one
+/// run of the cuda target's gpu-map stage on a copy, recording the keys
+/// looked up: TargetOptions::tuningSites), plus the kernel class
+/// "cuda.elementwise"; `ast` gives the functions' signatures. Empty when
+/// the stage fails (the build then reports it).
+std::vector<TunableOp> findCudaTunables(mlir::ModuleOp module,
+                                        const Module &ast,
+                                        const DriverOptions &opts);
+
+/// The located error of a JSON file `path` (contents `text`) that
+/// nlohmann/json failed to parse at byte `byte` (1-based) with message
+/// `what`: "PATH:LINE:COL: malformed KIND: <what after the position>".
+Error jsonSyntaxError(const std::string &path, const std::string &text,
+                      size_t byte, std::string what, const char *kind);
 
 /// The identity of this build (opts' target, --mcpu, --gpu-arch, and this
 /// machine's processor for cpu).
@@ -410,6 +438,26 @@ private:
 std::shared_ptr<const TuningParameters>
 autotune(const DriverOptions &opts, const std::string &input, const char *argv0,
          TempFiles &temps, const ToolRunner &tools);
+
+/// `kinac m.kir --target=cuda --autotune --autotune-plan DIR`: builds each
+/// candidate schedule of each tunable kernel as a shared library in DIR
+/// and writes DIR/plan.json naming function, shapes, key and schedule
+/// (kina-run --tune-plan measures it; src/kina-run/TunePlan.h); false
+/// (reported) on an error. Candidates whose library is byte-identical to
+/// one of the same kernel's are left out (the schedule changed nothing).
+bool buildTuningPlan(const DriverOptions &opts, const std::string &input,
+                     const std::string &dir, const char *argv0,
+                     TempFiles &temps, const ToolRunner &tools);
+
+/// `--tuning-results FILE`: the fastest measured schedule of each kernel
+/// of results.json (kina-run --tune-plan's), recorded in --tuning-cache
+/// (if given) under the GPU the results name, and returned for the build.
+/// Malformed results are errors naming the file and the field; results of
+/// another module or --gpu-arch are errors; null (reported) on an error.
+std::shared_ptr<const TuningParameters>
+importTuningResults(const DriverOptions &opts, const std::string &input,
+                    const std::string &resultsPath, TempFiles &temps,
+                    const ToolRunner &tools);
 
 //===----------------------------------------------------------------------===//
 // Compilation of one module (Compilation.cpp, Shared.cpp)

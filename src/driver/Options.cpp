@@ -90,6 +90,9 @@ Error extractCompilerFlags(std::vector<std::string> &args,
                                             "--tuning-cache",
                                             "--tune-shape",
                                             "--autotune-budget",
+                                            "--autotune-plan",
+                                            "--tuning-results",
+                                            "--gpu-model",
                                             "--diagnostics-format",
                                             "--abi-version-for-testing",
                                             "--debug-force-internal-error"};
@@ -271,7 +274,8 @@ void addOptions(CLI::App &app, DriverOptions &opts) {
                  "Sizes of symbolic dims for --stats's figures: "
                  "NAME=SIZE[,NAME=SIZE...] (e.g. N=1797)");
   app.add_flag("--autotune", opts.autotune,
-               "Measure candidate schedules of each matmul on this machine "
+               "Measure candidate schedules of each matmul and reduction "
+               "(cuda: each kernel, on this machine's GPU) on this machine "
                "(random inputs at --tune-shape's sizes, each candidate in a "
                "kina-run process) and build with the fastest; with "
                "--tuning-cache, record them there (docs/autotune.md)");
@@ -288,6 +292,19 @@ void addOptions(CLI::App &app, DriverOptions &opts) {
                  "Bound the search to about this many seconds of wall clock "
                  "(the best schedule found so far is kept; default: no bound)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--autotune-plan", opts.autotunePlan,
+                 "cuda, with --autotune: build every candidate schedule as a "
+                 "shared library in DIR and write DIR/plan.json, measuring "
+                 "nothing (kina-run --tune-plan DIR/plan.json measures it on "
+                 "the GPU machine)");
+  app.add_option("--tuning-results", opts.tuningResults,
+                 "cuda: import kina-run --tune-plan's results.json: keep the "
+                 "fastest schedule of each kernel, record it in "
+                 "--tuning-cache (if given) and build with it");
+  app.add_option("--gpu-model", opts.gpuModel,
+                 "cuda: use only --tuning-cache entries measured on this GPU "
+                 "(its name, e.g. \"NVIDIA H200\"); default: any GPU of "
+                 "--gpu-arch");
   app.add_flag("--mlir-print-debuginfo", opts.printDebugInfo,
                "Print source locations in emitted MLIR");
   app.add_flag("--print-link-flags", opts.printLinkFlags,
@@ -357,16 +374,24 @@ Error finishOptions(const CLI::App &app, DriverOptions &opts) {
   if (!opts.autotune && app.count("--autotune-budget"))
     return createStringError(inconvertibleErrorCode(),
                              "--autotune-budget needs --autotune");
-  if (!opts.autotune && opts.tuningCache.empty() && !opts.tuneShape.empty())
+  if (!opts.autotune && opts.tuningCache.empty() &&
+      opts.tuningResults.empty() && !opts.tuneShape.empty())
     return createStringError(inconvertibleErrorCode(),
                              "--tune-shape needs --autotune or --tuning-cache");
-  if (opts.autotune && opts.target == "cuda")
-    return createStringError(
-        inconvertibleErrorCode(),
-        "--autotune cannot measure --target=cuda candidates: that needs a "
-        "CUDA GPU, and kinac measures only on this machine's CPU; give the "
-        "cuda schedules (block size per kernel class) in a --tuning-cache "
-        "instead (docs/autotune.md)");
+  if (!opts.autotunePlan.empty() && (!opts.autotune || opts.target != "cuda"))
+    return createStringError(inconvertibleErrorCode(),
+                             "--autotune-plan needs --autotune and "
+                             "--target=cuda");
+  if (!opts.tuningResults.empty() && opts.target != "cuda")
+    return createStringError(inconvertibleErrorCode(),
+                             "--tuning-results needs --target=cuda");
+  if (!opts.tuningResults.empty() && opts.autotune)
+    return createStringError(inconvertibleErrorCode(),
+                             "--tuning-results imports measurements; it "
+                             "cannot be combined with --autotune");
+  if (!opts.gpuModel.empty() && opts.target != "cuda")
+    return createStringError(inconvertibleErrorCode(),
+                             "--gpu-model needs --target=cuda");
   if (opts.autotune && opts.optLevel == 0)
     return createStringError(inconvertibleErrorCode(),
                              "--autotune needs -O1 or above (at -O0 no "

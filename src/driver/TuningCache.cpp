@@ -25,8 +25,12 @@
 //===----------------------------------------------------------------------===//
 #include "DriverImpl.h"
 
+#include "kina/Pipeline.h"
+#include "kina/Target.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Diagnostics.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/TargetParser/Host.h"
@@ -114,6 +118,7 @@ Expected<TuningCacheEntry> parseEntry(const Json &j, const std::string &path,
         {"dtype", &e.dtype, false},
         {"features", &e.identity.features, false},
         {"mcpu", &e.identity.mcpu, false},
+        {"gpu", &e.identity.gpu, false},
         {"generator", &e.generator, false}})
     if (Error err = str(field, *out, required))
       return err;
@@ -174,6 +179,8 @@ Json entryJson(const TuningCacheEntry &e) {
   j["processor"] = e.identity.processor;
   j["features"] = e.identity.features;
   j["mcpu"] = e.identity.mcpu;
+  if (!e.identity.gpu.empty())
+    j["gpu"] = e.identity.gpu;
   Json s = Json::object();
   for (const auto &[name, value] : e.schedule.params)
     s[name] = value;
@@ -193,7 +200,7 @@ bool sameSlot(const TuningCacheEntry &a, const TuningCacheEntry &b) {
   auto tie = [](const TuningCacheEntry &e) {
     return std::tie(e.module, e.key, e.space, e.shapes, e.dtype, e.bindings,
                     e.identity.target, e.identity.processor,
-                    e.identity.features, e.identity.mcpu);
+                    e.identity.features, e.identity.mcpu, e.identity.gpu);
   };
   return tie(a) == tie(b);
 }
@@ -222,6 +229,8 @@ std::string mismatch(const TuningCacheEntry &e, const TunableOp &op,
                    identity.features);
   if (e.identity.mcpu != identity.mcpu)
     return differs("--mcpu", e.identity.mcpu, identity.mcpu);
+  if (!identity.gpu.empty() && e.identity.gpu != identity.gpu)
+    return differs("GPU", e.identity.gpu, identity.gpu);
   if (!op.function.empty()) {
     if (e.shapes != op.shapes)
       return differs("operand types", e.shapes, op.shapes);
@@ -237,7 +246,90 @@ std::string mismatch(const TuningCacheEntry &e, const TunableOp &op,
   return "";
 }
 
+/// Fills in the function `symbol` (an MLIR symbol, with the symbol prefix)
+/// of `tunable`: its Kina name, whether it is exported, and the symbolic
+/// dims of its arguments.
+void describeTunableFunction(StringRef symbol, const Module &ast,
+                             const DriverOptions &opts, TunableOp &tunable) {
+  StringRef name = symbol;
+  name.consume_front(opts.symbolPrefix);
+  tunable.function = name.str();
+  const Function *f = ast.lookup(tunable.function);
+  if (!f)
+    return;
+  tunable.exported = !f->isPrivate;
+  std::set<std::string> symbols;
+  for (const Param &p : f->params)
+    for (const Dim &d : p.type.dims) {
+      if (d.kind == Dim::Symbolic)
+        symbols.insert(d.symbol);
+      tunable.unnamedDims |= d.kind == Dim::Dynamic;
+    }
+  tunable.symbols.assign(symbols.begin(), symbols.end());
+}
+
 } // namespace
+
+Error jsonSyntaxError(const std::string &path, const std::string &text,
+                      size_t byte, std::string what, const char *kind) {
+  // The line and column of the byte the parser stopped at (1-based).
+  size_t end = std::min<size_t>(byte ? byte - 1 : 0, text.size());
+  size_t line = 1 + std::count(text.begin(), text.begin() + end, '\n');
+  size_t lineStart = text.rfind('\n', end ? end - 1 : 0);
+  size_t col =
+      lineStart == std::string::npos || end == 0 ? end + 1 : end - lineStart;
+  // nlohmann's "[json.exception.parse_error.101] parse error at line 1,
+  // column 5: syntax error ...": keep what follows the position.
+  size_t colon = what.find(": ", what.find("column"));
+  if (colon != std::string::npos)
+    what = what.substr(colon + 2);
+  return createStringError(inconvertibleErrorCode(),
+                           path + ":" + std::to_string(line) + ":" +
+                               std::to_string(col) + ": malformed " + kind +
+                               ": " + what);
+}
+
+std::vector<TunableOp> findCudaTunables(mlir::ModuleOp module,
+                                        const Module &ast,
+                                        const DriverOptions &opts) {
+  // The gpu-map stage on a copy, its diagnostics swallowed (the build
+  // proper reports them), recording the keys the mappers look up.
+  const Target *target = lookupTarget("cuda");
+  TargetOptions probe;
+  probe.optLevel = opts.optLevel;
+  probe.symbolPrefix = opts.symbolPrefix;
+  probe.gpuArch = opts.gpuArch;
+  probe.cudaPath = opts.cudaPath;
+  probe.allowTf32 = opts.allowTf32;
+  probe.gpuMatmul = opts.gpuMatmul;
+  probe.stopAfter = "mlir-gpu";
+  probe.tuningSites = std::make_shared<TuningSites>();
+  mlir::OwningOpRef<mlir::ModuleOp> copy = module.clone();
+  std::vector<TunableOp> ops;
+  {
+    mlir::ScopedDiagnosticHandler quiet(
+        module.getContext(),
+        [](mlir::Diagnostic &) { return mlir::success(); });
+    if (!target ||
+        mlir::failed(lowerToLLVMDialect(*copy, *target, probe, nullptr, {})))
+      return ops;
+  }
+  for (const TuningSite &site : *probe.tuningSites) {
+    TunableOp op;
+    op.key = site.key;
+    op.space = site.space;
+    op.shapes = site.shapes;
+    op.dtype = site.dtype;
+    describeTunableFunction(site.symbol, ast, opts, op);
+    if (!ast.lookup(op.function))
+      continue; // an entry wrapper's copy: no Kina function to measure
+    ops.push_back(op);
+  }
+  TunableOp elementwiseClass;
+  elementwiseClass.key = elementwiseClass.space = "cuda.elementwise";
+  ops.push_back(elementwiseClass);
+  return ops;
+}
 
 std::vector<TunableOp> findTunables(mlir::ModuleOp module, const Module &ast,
                                     const DriverOptions &opts) {
@@ -248,27 +340,9 @@ std::vector<TunableOp> findTunables(mlir::ModuleOp module, const Module &ast,
     ops.push_back(op);
     return ops;
   }
-  // The function holding `op`: its name, whether it is exported, and the
-  // symbolic dims of its arguments.
   auto describeFunction = [&](mlir::Operation *op, TunableOp &tunable) {
-    auto fn = op->getParentOfType<mlir::func::FuncOp>();
-    if (!fn)
-      return;
-    StringRef name = fn.getSymName();
-    name.consume_front(opts.symbolPrefix);
-    tunable.function = name.str();
-    const Function *f = ast.lookup(tunable.function);
-    if (!f)
-      return;
-    tunable.exported = !f->isPrivate;
-    std::set<std::string> symbols;
-    for (const Param &p : f->params)
-      for (const Dim &d : p.type.dims) {
-        if (d.kind == Dim::Symbolic)
-          symbols.insert(d.symbol);
-        tunable.unnamedDims |= d.kind == Dim::Dynamic;
-      }
-    tunable.symbols.assign(symbols.begin(), symbols.end());
+    if (auto fn = op->getParentOfType<mlir::func::FuncOp>())
+      describeTunableFunction(fn.getSymName(), ast, opts, tunable);
   };
   auto operandTypes = [](mlir::ValueRange operands) {
     std::string shapes;
@@ -318,6 +392,7 @@ TuningIdentity currentIdentity(const DriverOptions &opts) {
   id.target = opts.target;
   if (opts.target == "cuda") {
     id.processor = opts.gpuArch;
+    id.gpu = opts.gpuModel;
     return id;
   }
   id.processor = sys::getHostCPUName().str();
@@ -346,22 +421,7 @@ Expected<TuningCache> TuningCache::load(const std::string &path,
   try {
     root = Json::parse(*text);
   } catch (const Json::parse_error &e) {
-    // The line and column of the byte the parser stopped at (1-based).
-    size_t end = std::min<size_t>(e.byte ? e.byte - 1 : 0, text->size());
-    size_t line = 1 + std::count(text->begin(), text->begin() + end, '\n');
-    size_t lineStart = text->rfind('\n', end ? end - 1 : 0);
-    size_t col =
-        lineStart == std::string::npos || end == 0 ? end + 1 : end - lineStart;
-    std::string what = e.what();
-    // nlohmann's "[json.exception.parse_error.101] parse error at line 1,
-    // column 5: syntax error ...": keep what follows the position.
-    size_t colon = what.find(": ", what.find("column"));
-    if (colon != std::string::npos)
-      what = what.substr(colon + 2);
-    return createStringError(inconvertibleErrorCode(),
-                             path + ":" + std::to_string(line) + ":" +
-                                 std::to_string(col) +
-                                 ": malformed tuning cache: " + what);
+    return jsonSyntaxError(path, *text, e.byte, e.what(), "tuning cache");
   }
   if (!root.is_object())
     return cacheError(path, "top level", "not a JSON object");

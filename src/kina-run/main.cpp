@@ -27,10 +27,15 @@
 // {"function": ..., "median_s": ..., "min_s": ..., "runs": ...}, times in
 // seconds of wall clock. `kinac --autotune` measures its candidates so.
 //
+// `kina-run --tune-plan DIR/plan.json` measures the candidates of a cuda
+// tuning plan that kinac built elsewhere and writes DIR/results.json;
+// `kina-run --gpu-info` prints the GPU (TunePlan.h, docs/autotune.md).
+//
 //===----------------------------------------------------------------------===//
 #include "Bench.h"
 #include "Npy.h"
 #include "SharedModule.h"
+#include "TunePlan.h"
 
 #include "kina/abi.h"
 
@@ -383,8 +388,17 @@ int main(int argc, char **argv) {
   CLI::App app{"kina-run: call a function of a library built by kinac "
                "--emit=shared on NPY files (version " KINA_VERSION ")",
                "kina-run"};
-  app.add_option("library", opts.library, "The shared library (.so)")
-      ->required();
+  std::string tunePlan;
+  bool gpuInfo = false;
+  CLI::Option *libraryOption =
+      app.add_option("library", opts.library, "The shared library (.so)");
+  app.add_option("--tune-plan", tunePlan,
+                 "Measure every candidate of a plan written by kinac "
+                 "--autotune-plan (each in a kina-run process) and write "
+                 "results.json beside it (docs/autotune.md)");
+  app.add_flag("--gpu-info", gpuInfo,
+               "Print the CUDA GPU kina-run would run on as one JSON line "
+               "(status 1 without one)");
   app.add_option("function", opts.function,
                  "The exported function to call (its Kina name)");
   app.add_option("--in", opts.inputs,
@@ -431,6 +445,20 @@ int main(int argc, char **argv) {
     return app.exit(e);
   } catch (const CLI::ParseError &e) {
     error(e.what());
+    std::cerr << "Run with --help for more information.\n";
+    return KINA_STATUS_VALIDATION_ERROR;
+  }
+  if (gpuInfo || !tunePlan.empty()) {
+    if (!opts.library.empty()) {
+      error("--gpu-info and --tune-plan take no library");
+      return 1;
+    }
+    if (gpuInfo)
+      return run::printGpuInfo();
+    return run::runTunePlan(tunePlan, "/proc/self/exe");
+  }
+  if (!libraryOption->count()) {
+    error("library is required");
     std::cerr << "Run with --help for more information.\n";
     return KINA_STATUS_VALIDATION_ERROR;
   }

@@ -6,8 +6,10 @@
 //===----------------------------------------------------------------------===//
 #include "kina/Tuning.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/Operation.h"
+#include "mlir/IR/TypeUtilities.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -84,6 +86,33 @@ llvm::ArrayRef<ScheduleSpace> allSpaces() {
       {"cuda.elementwise",
        1,
        {{"block", 256, {64, 128, 256, 512, 1024}, 0, "threads per block"}}},
+      {"cuda.rows",
+       1,
+       {{"threads",
+         512,
+         {256, 512, 1024},
+         0,
+         "most threads per block of a row kernel (one row per block)"},
+        {"per_thread",
+         32,
+         {16, 32, 64},
+         0,
+         "most owned elements per thread and row buffer (registers)"}}},
+      {"cuda.reduction",
+       1,
+       {{"block",
+         256,
+         {64, 128, 256, 512, 1024},
+         0,
+         "threads per block of the block-per-output reduction kernel"}}},
+      {"cuda.matmul",
+       1,
+       {{"algo",
+         0,
+         {0, 1, 2, 3},
+         0,
+         "index into cuBLASLt's heuristic list of algorithms (0: its "
+         "first; past the list's end: its last)"}}},
   };
   return spaces;
 }
@@ -123,6 +152,42 @@ std::string tuningKey(Operation *op, llvm::StringRef kind) {
     return "";
   return kind.str() + "@" + std::to_string(loc.getLine()) + ":" +
          std::to_string(loc.getColumn());
+}
+
+Schedule schedule(const TuningParameters *tuning, TuningSites *sites,
+                  Operation *op, llvm::StringRef kind, llvm::StringRef space,
+                  llvm::StringRef classKey) {
+  const ScheduleSpace *known = lookupSpace(space);
+  Schedule result = known ? known->defaults() : Schedule();
+  std::string key = tuningKey(op, kind);
+  const Schedule *found = nullptr;
+  if (tuning && !key.empty())
+    found = tuning->lookup(key);
+  if (tuning && !found && !classKey.empty())
+    found = tuning->lookup(classKey);
+  if (found)
+    for (const auto &[name, value] : found->params)
+      result.params[name] = value;
+  if (sites && !key.empty() && llvm::none_of(*sites, [&](const TuningSite &s) {
+        return s.key == key;
+      })) {
+    TuningSite site;
+    site.key = key;
+    site.space = space.str();
+    if (auto fn = op->getParentOfType<func::FuncOp>())
+      site.symbol = fn.getSymName().str();
+    llvm::raw_string_ostream shapes(site.shapes);
+    for (Value operand : op->getOperands()) {
+      if (!site.shapes.empty())
+        shapes << ", ";
+      operand.getType().print(shapes);
+    }
+    if (op->getNumOperands())
+      llvm::raw_string_ostream(site.dtype)
+          << getElementTypeOrSelf(op->getOperand(0).getType());
+    sites->push_back(std::move(site));
+  }
+  return result;
 }
 
 const Schedule *TuningParameters::lookup(llvm::StringRef key) const {

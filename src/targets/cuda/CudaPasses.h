@@ -14,6 +14,8 @@
 #ifndef KINA_TARGETS_CUDA_CUDAPASSES_H
 #define KINA_TARGETS_CUDA_CUDAPASSES_H
 
+#include "kina/Tuning.h"
+
 #include "mlir/Pass/Pass.h"
 
 #include "llvm/Support/Error.h"
@@ -55,6 +57,33 @@ namespace kina::cuda {
 /// (kina-opt) run each alone; the cuda target's registerPasses() calls it.
 #define GEN_PASS_REGISTRATION
 #include "kina/CudaPasses.h.inc"
+
+/// Tuned schedules for the mappers (kina/Tuning.h, spaces "cuda.*"): the
+/// table (null: defaults) and where to record the keys looked up (null:
+/// nothing recorded). Shared with the driver's TargetOptions.
+struct CudaTuning {
+  std::shared_ptr<const TuningParameters> params;
+  std::shared_ptr<TuningSites> sites;
+  /// schedule() of kina/Tuning.h with this table and record.
+  Schedule of(mlir::Operation *op, llvm::StringRef kind, llvm::StringRef space,
+              llvm::StringRef classKey = "") const {
+    return schedule(params.get(), sites.get(), op, kind, space, classKey);
+  }
+};
+
+/// The mappers with tuned schedules (the generated create functions above
+/// use the defaults): `rows@` keys "cuda.rows", `reduction@` keys
+/// "cuda.reduction", `elementwise@` keys (then the class key
+/// "cuda.elementwise", then the block-size option) "cuda.elementwise",
+/// `matmul@` keys of the cuBLASLt route "cuda.matmul".
+std::unique_ptr<mlir::Pass>
+createGpuMapMatmulPass(const GpuMapMatmulPassOptions &options,
+                       CudaTuning tuning);
+std::unique_ptr<mlir::Pass> createGpuMapRowsPass(CudaTuning tuning);
+std::unique_ptr<mlir::Pass> createGpuMapReductionsPass(CudaTuning tuning);
+std::unique_ptr<mlir::Pass>
+createGpuMapElementwisePass(const GpuMapElementwisePassOptions &options,
+                            CudaTuning tuning);
 
 /// The PTX feature string for `gpuArch` (LLVM's default, PTX 6.0, cannot
 /// target sm_90 and aborts the process).

@@ -209,14 +209,13 @@ void CudaTarget::buildStage(OpPassManager &pm, const TargetOptions &options,
     cuda::GpuMapMatmulPassOptions matmul;
     matmul.allowTf32 = options.allowTf32;
     matmul.cublasLt = options.gpuMatmul != "kernel";
-    pm.addPass(cuda::createGpuMapMatmulPass(matmul));
-    pm.addPass(cuda::createGpuMapRowsPass());
-    pm.addPass(cuda::createGpuMapReductionsPass());
-    cuda::GpuMapElementwisePassOptions elementwise;
-    if (options.tuning)
-      if (const Schedule *tuned = options.tuning->lookup("cuda.elementwise"))
-        elementwise.blockSize = tuned->get("block", elementwise.blockSize);
-    pm.addPass(cuda::createGpuMapElementwisePass(elementwise));
+    // Each mapper reads the tuned schedule of each kernel it makes and
+    // records the keys it looked up (kina/Tuning.h, docs/autotune.md).
+    cuda::CudaTuning tuning{options.tuning, options.tuningSites};
+    pm.addPass(cuda::createGpuMapMatmulPass(matmul, tuning));
+    pm.addPass(cuda::createGpuMapRowsPass(tuning));
+    pm.addPass(cuda::createGpuMapReductionsPass(tuning));
+    pm.addPass(cuda::createGpuMapElementwisePass({}, tuning));
     pm.addPass(cuda::createGpuHostSyncPass());
     pm.addPass(createGpuLaunchSinkIndexComputationsPass());
     pm.addPass(createGpuKernelOutliningPass());

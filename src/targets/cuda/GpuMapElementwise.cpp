@@ -83,8 +83,9 @@ namespace kina::cuda {
 
 namespace {
 
-// Threads per block: the pass option block-size (default 256; the space
-// "cuda.elementwise" of kina/Tuning.h, set from a tuning cache).
+// Threads per block: per kernel, the "cuda.elementwise" schedule of its
+// op's key `elementwise@<line>:<col>` (kina/Tuning.h), else the class
+// entry "cuda.elementwise", else the pass option block-size (default 256).
 /// Vectors each thread of the vector kernel loads per iteration (all loads
 /// issued before the first use: several 16-byte accesses in flight).
 constexpr int64_t kVectorsPerThread = 4;
@@ -523,6 +524,32 @@ class GpuMapElementwisePass
     : public impl::GpuMapElementwisePassBase<GpuMapElementwisePass> {
 public:
   using GpuMapElementwisePassBase::GpuMapElementwisePassBase;
+  GpuMapElementwisePass(const GpuMapElementwisePassOptions &options,
+                        CudaTuning tuning)
+      : GpuMapElementwisePassBase(options), tuning(std::move(tuning)) {}
+
+  /// Threads per block of `op`'s kernel: its `elementwise@` entry, else
+  /// the class entry "cuda.elementwise", else the block-size option. A
+  /// fill (no buffer read) has no entry of its own: its store-only kernel
+  /// is not worth a search.
+  int64_t blockOf(Operation *op) const {
+    const TuningParameters *t = tuning.params.get();
+    bool fill =
+        llvm::none_of(op->getOperands(),
+                      [](Value v) { return isa<MemRefType>(v.getType()); }) ||
+        (isa<linalg::GenericOp>(op) &&
+         llvm::none_of(cast<linalg::GenericOp>(op).getDpsInputs(),
+                       [](Value v) { return isa<MemRefType>(v.getType()); }));
+    if (fill)
+      return t && t->lookup("cuda.elementwise")
+                 ? t->lookup("cuda.elementwise")->get("block", blockSize)
+                 : blockSize;
+    Schedule s =
+        tuning.of(op, "elementwise", "cuda.elementwise", "cuda.elementwise");
+    bool tuned = t && (t->lookup(tuningKey(op, "elementwise")) ||
+                       t->lookup("cuda.elementwise"));
+    return tuned ? s.get("block", blockSize) : blockSize;
+  }
 
   void runOnOperation() override {
     if (blockSize < 32 || blockSize > 1024 || blockSize % 32 != 0) {
@@ -544,9 +571,9 @@ public:
     });
     for (Operation *op : work) {
       if (auto generic = dyn_cast<linalg::GenericOp>(op))
-        mapGeneric(generic, blockSize);
+        mapGeneric(generic, blockOf(op));
       else
-        mapCopy(cast<memref::CopyOp>(op), blockSize);
+        mapCopy(cast<memref::CopyOp>(op), blockOf(op));
     }
     // Constants the kernels read become the kernels' own globals.
     getOperation().walk([](gpu::LaunchOp launch) { sinkGlobals(launch); });
@@ -568,8 +595,17 @@ public:
     if (left.wasInterrupted())
       signalPassFailure();
   }
+
+private:
+  CudaTuning tuning;
 };
 
 } // namespace
+
+std::unique_ptr<Pass>
+createGpuMapElementwisePass(const GpuMapElementwisePassOptions &options,
+                            CudaTuning tuning) {
+  return std::make_unique<GpuMapElementwisePass>(options, std::move(tuning));
+}
 
 } // namespace kina::cuda

@@ -86,6 +86,8 @@ constexpr llvm::StringLiteral kMatmulEpilogueFunction =
     "kina_rt_gpu_matmul_epilogue";
 constexpr int32_t kF32 = 1, kF64 = 2, kF16 = 3, kBF16 = 4;
 constexpr int32_t kFlagTf32 = 1, kFlagAccumulate = 2;
+/// KINA_GPU_MATMUL_ALGO_SHIFT: the heuristic algorithm's index in the flags.
+constexpr int32_t kAlgoShift = 8;
 
 /// The loops of a contraction generic, or nullopt when `op` is not one.
 struct ContractionLoops {
@@ -720,7 +722,7 @@ Value emitLibraryCall(OpBuilder &b, Location loc, linalg::GenericOp op,
 }
 
 void mapContraction(linalg::GenericOp op, const ContractionLoops &loops,
-                    bool cublasLt, bool allowTf32) {
+                    bool cublasLt, bool allowTf32, const CudaTuning &tuning) {
   // Before anything is inserted in front of `op`.
   int32_t types = cublasLt ? libraryTypes(op) : 0;
   linalg::GenericOp fill = types ? zeroFillBefore(op) : nullptr;
@@ -768,7 +770,11 @@ void mapContraction(linalg::GenericOp op, const ContractionLoops &loops,
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, v, zero));
   Block *fallbackBlock = nullptr;
   if (types) {
-    int32_t flags = (allowTf32 ? kFlagTf32 : 0) | (fill ? 0 : kFlagAccumulate);
+    // Which of cuBLASLt's heuristic algorithms: the op's "cuda.matmul"
+    // schedule (kina/Tuning.h), in the flags' algorithm field.
+    int64_t algo = tuning.of(op, "matmul", "cuda.matmul").get("algo", 0);
+    int32_t flags = (allowTf32 ? kFlagTf32 : 0) | (fill ? 0 : kFlagAccumulate) |
+                    static_cast<int32_t>(algo << kAlgoShift);
     Value fallback =
         emitLibraryCall(b, loc, op, loops, sizes, nonEmpty, types, flags,
                         trunc      ? trunc.getDpsInits()[0]
@@ -901,6 +907,8 @@ void mapContraction(linalg::GenericOp op, const ContractionLoops &loops,
 class GpuMapMatmulPass : public impl::GpuMapMatmulPassBase<GpuMapMatmulPass> {
 public:
   using GpuMapMatmulPassBase::GpuMapMatmulPassBase;
+  GpuMapMatmulPass(const GpuMapMatmulPassOptions &options, CudaTuning tuning)
+      : GpuMapMatmulPassBase(options), tuning(std::move(tuning)) {}
 
   void runOnOperation() override {
     SmallVector<std::pair<linalg::GenericOp, ContractionLoops>> work;
@@ -911,10 +919,19 @@ public:
         work.push_back({op, *loops});
     });
     for (auto &[op, loops] : work)
-      mapContraction(op, loops, cublasLt, allowTf32);
+      mapContraction(op, loops, cublasLt, allowTf32, tuning);
   }
+
+private:
+  CudaTuning tuning;
 };
 
 } // namespace
+
+std::unique_ptr<Pass>
+createGpuMapMatmulPass(const GpuMapMatmulPassOptions &options,
+                       CudaTuning tuning) {
+  return std::make_unique<GpuMapMatmulPass>(options, std::move(tuning));
+}
 
 } // namespace kina::cuda

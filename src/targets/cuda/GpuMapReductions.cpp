@@ -118,6 +118,9 @@ struct ReductionKernel {
   SmallVector<Value> contrib;
   SmallVector<Value> sizes, pSizes, rSizes;
   SmallVector<unsigned> pDims, rDims;
+  /// Threads per block (a power of two: the tree halves it), the op's
+  /// "cuda.reduction" schedule.
+  int64_t blockSize = kBlockSize;
 
   SmallVector<Value> merge(OpBuilder &b, Location loc, ValueRange pivs,
                            ValueRange rivs) {
@@ -211,15 +214,15 @@ struct ReductionKernel {
       Type t = getElementTypeOrSelf(init.getType());
       accTypes.push_back(t);
       bufferTypes.push_back(
-          MemRefType::get({kBlockSize}, t, AffineMap(), workgroup));
+          MemRefType::get({blockSize}, t, AffineMap(), workgroup));
     }
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     Value grid = gridSize(b, loc, np, 1, kMaxGridX);
     gpu::LaunchOp launch =
-        createLaunch(b, loc, grid, one, one, kBlockSize, 1, 1, bufferTypes);
+        createLaunch(b, loc, grid, one, one, blockSize, 1, 1, bufferTypes);
     ArrayRef<BlockArgument> buffers = launch.getWorkgroupAttributions();
     Value tid = launch.getThreadIds().x;
-    Value block = arith::ConstantIndexOp::create(b, loc, kBlockSize);
+    Value block = arith::ConstantIndexOp::create(b, loc, blockSize);
     Value zeroK = arith::ConstantIndexOp::create(b, loc, 0);
     auto pLoop = scf::ForOp::create(b, loc, launch.getBlockIds().x, np,
                                     launch.getGridSize().x);
@@ -265,7 +268,7 @@ struct ReductionKernel {
 
     // Tree over the first min(NR, 256) partials.
     Value valid = arith::MinUIOp::create(b, loc, nr, block);
-    for (int64_t s = kBlockSize / 2; s >= 1; s /= 2) {
+    for (int64_t s = blockSize / 2; s >= 1; s /= 2) {
       Value sv = arith::ConstantIndexOp::create(b, loc, s);
       Value other = arith::AddIOp::create(b, loc, tid, sv);
       Value active = arith::AndIOp::create(
@@ -509,7 +512,7 @@ LogicalResult emitColumn(ReductionKernel &k) {
 }
 
 /// The fallback: one thread folds each output point sequentially.
-void emitSequential(linalg::GenericOp op) {
+void emitSequential(linalg::GenericOp op, int64_t blockSize) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   SmallVector<Value> sizes = loopSizes(b, loc, op);
@@ -528,9 +531,9 @@ void emitSequential(linalg::GenericOp op) {
   auto guard = scf::IfOp::create(b, loc, nonEmpty, /*withElse=*/false);
   b.setInsertionPointToStart(&guard.getThenRegion().front());
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  Value grid = gridSize(b, loc, np, kBlockSize, kMaxGridX);
-  gpu::LaunchOp launch = createLaunch(b, loc, grid, one, one, kBlockSize, 1, 1);
-  Value block = arith::ConstantIndexOp::create(b, loc, kBlockSize);
+  Value grid = gridSize(b, loc, np, blockSize, kMaxGridX);
+  gpu::LaunchOp launch = createLaunch(b, loc, grid, one, one, blockSize, 1, 1);
+  Value block = arith::ConstantIndexOp::create(b, loc, blockSize);
   Value start = arith::AddIOp::create(
       b, loc, arith::MulIOp::create(b, loc, launch.getBlockIds().x, block),
       launch.getThreadIds().x);
@@ -571,6 +574,10 @@ void emitSequential(linalg::GenericOp op) {
 class GpuMapReductionsPass
     : public impl::GpuMapReductionsPassBase<GpuMapReductionsPass> {
 public:
+  GpuMapReductionsPass() = default;
+  explicit GpuMapReductionsPass(CudaTuning tuning)
+      : tuning(std::move(tuning)) {}
+
   void runOnOperation() override {
     SmallVector<linalg::GenericOp> work;
     getOperation().walk([&](linalg::GenericOp op) {
@@ -594,17 +601,27 @@ public:
         ReductionKernel kernel{op, *contrib, {}, {}, {}, {}, {}};
         mapped = succeeded(emitColumn(kernel));
       }
+      // The tree and sequential kernels' block: the op's schedule.
+      int64_t block =
+          tuning.of(op, "reduction", "cuda.reduction").get("block", kBlockSize);
       if (succeeded(contrib) && !mapped) {
-        ReductionKernel kernel{op, *contrib, {}, {}, {}, {}, {}};
+        ReductionKernel kernel{op, *contrib, {}, {}, {}, {}, {}, block};
         mapped = succeeded(kernel.emit());
       }
       if (!mapped)
-        emitSequential(op);
+        emitSequential(op, block);
       op.erase();
     }
   }
+
+private:
+  CudaTuning tuning;
 };
 
 } // namespace
+
+std::unique_ptr<Pass> createGpuMapReductionsPass(CudaTuning tuning) {
+  return std::make_unique<GpuMapReductionsPass>(std::move(tuning));
+}
 
 } // namespace kina::cuda

@@ -625,8 +625,10 @@ class RowKernelBuilder {
 public:
   RowKernelBuilder(RowGroup &g) : g(g) {}
 
-  /// False when the sizes do not fit (nothing emitted).
-  bool plan() {
+  /// False when the sizes do not fit (nothing emitted). At most
+  /// `maxThreads` threads and `maxPerThread` owned elements per thread and
+  /// buffer (kMaxThreads and kMaxPerThread, or the "cuda.rows" schedule).
+  bool plan(int64_t maxThreads, int64_t maxPerThread) {
     // V comes from the buffers the kernel reads or writes in memory: a
     // full buffer written and read only inside the group (the f32
     // intermediates of a bf16 softmax) lives in registers and does not
@@ -649,11 +651,11 @@ public:
     // kMaxPerThread elements per thread where the row is long enough (a
     // multiple of the warp, at most kMaxThreads threads): fewer threads per
     // row, more rows per multiprocessor.
-    int64_t vectorsPerThread = std::max<int64_t>(1, kMaxPerThread / lanes);
+    int64_t vectorsPerThread = std::max<int64_t>(1, maxPerThread / lanes);
     int64_t wanted = (vectors + vectorsPerThread - 1) / vectorsPerThread;
-    threads = std::min<int64_t>(kMaxThreads, (wanted + 31) / 32 * 32);
+    threads = std::min<int64_t>(maxThreads, (wanted + 31) / 32 * 32);
     chunks = (vectors + threads - 1) / threads;
-    return chunks * lanes <= kMaxPerThread;
+    return chunks * lanes <= maxPerThread;
   }
 
   void emit() {
@@ -1212,6 +1214,9 @@ private:
 
 class GpuMapRowsPass : public impl::GpuMapRowsPassBase<GpuMapRowsPass> {
 public:
+  GpuMapRowsPass() = default;
+  explicit GpuMapRowsPass(CudaTuning tuning) : tuning(std::move(tuning)) {}
+
   void runOnOperation() override {
     // Copies between plain memrefs become identity generics, so that a
     // group may take them in (layer_norm copies a shared zero fill into
@@ -1251,15 +1256,25 @@ public:
       if (!group)
         continue;
       RowKernelBuilder builder(*group);
-      if (!builder.plan())
+      // The kernel's schedule: its first reduction's `rows@` key.
+      Schedule tuned = tuning.of(seed, "rows", "cuda.rows");
+      if (!builder.plan(tuned.get("threads", kMaxThreads),
+                        tuned.get("per_thread", kMaxPerThread)))
         continue;
       for (Member &m : group->members)
         done.insert(m.op);
       builder.emit();
     }
   }
+
+private:
+  CudaTuning tuning;
 };
 
 } // namespace
+
+std::unique_ptr<Pass> createGpuMapRowsPass(CudaTuning tuning) {
+  return std::make_unique<GpuMapRowsPass>(std::move(tuning));
+}
 
 } // namespace kina::cuda
