@@ -3,8 +3,9 @@
 // `linalg-to-loops` turns a `linalg.matmul` into three scalar loops (i, j, k
 // with the reduction innermost): about 0.5 GFLOP/s (bench/matmul.py). This
 // pass, run on the bufferized module before `linalg-to-loops`, rewrites each
-// `linalg.matmul` over plain memrefs (rank 2, identity layout, one element
-// type, f32 or f64, the default indexing maps) into the register-tiled
+// `linalg.matmul` (the default indexing maps) and each batched matmul over
+// memrefs with rows of contiguous elements (unit last stride), one element
+// type, f32 or f64, into the register-tiled
 // micro-kernel of BLIS and OpenBLAS (Goto and van de Geijn, "Anatomy of
 // high-performance matrix multiplication", 2008), with the vector dialect:
 //
@@ -26,22 +27,33 @@
 // symbolic sizes need nothing more. The packed panel (KC x nv*VL
 // elements, 16 KiB by default) is a stack buffer of the function.
 //
-// Threads: unless the work (M*N*K/16 cost units) is a constant below
-// kMinParallelCost (src/passes/Parallel.h), the nest above runs once per
-// column slab of C, slabs = kina_rt_parallel_threads(panels, cost) (the
-// threads the runtime will use), each slab a whole number of panels wide
-// (the last one takes the columns left, with its 1-vector and masked
-// groups), with its own packed panel; the loop over slabs is outlined and
-// run by kina_rt_parallel_for, one slab per thread. A slab's columns are
-// summed exactly as with one slab, so the result does not depend on the
-// thread count.
+// Batches: MLIRGen's batched and broadcast-batch matmuls (a linalg.generic
+// over loops (batch..., m, n, k), kina/Passes.h matchKernelMatmul) run the
+// same nest per batch index on rank-reduced subviews of A, B and C (a
+// broadcast operand's subview is the same for every index).
 //
-// The schedule (VL, MR, nv, MC, KC and the unroll of the k loop) is the
-// space "cpu.matmul" of kina/Tuning.h: its defaults unless the pipeline's
-// TuningParameters hold a schedule for the matmul's key (tuningKey, the
-// Kina statement's line and column), which `kinac --autotune` measures and
-// `--tuning-cache` replays (docs/autotune.md). The k loop is unrolled with
-// MLIR's loopUnrollByFactor.
+// Threads: one loop over (batch index, column slab) pairs, slabs =
+// ceil(kina_rt_parallel_threads(batches * panels, cost) / batches) per
+// batch, each slab a whole number of panels wide (the last one takes the
+// columns left, with its 1-vector and masked groups), each pair with its
+// own packed panel; unless the work (batches*M*N*K/16 cost units) is a
+// constant below kMinParallelCost (src/passes/Parallel.h), the loop is
+// outlined and run by kina_rt_parallel_for: threads split the batches, and
+// each batch's columns when there are fewer batches than threads. A slab's
+// columns are summed exactly as with one slab, so the result does not
+// depend on the thread count.
+//
+// A zero `linalg.fill` of C right before the matmul (MLIRGen's init) is
+// folded in: the first K block's accumulators start at zero instead of
+// being loaded from C, one write pass over C less.
+//
+// The schedule (VL, MR, nv, MC, KC, the unroll of the k loop and the
+// thread grain) is the space "cpu.matmul" of kina/Tuning.h: its defaults
+// unless the pipeline's TuningParameters hold a schedule for the matmul's
+// key (tuningKey(op, "matmul"), the Kina statement's line and column),
+// which `kinac --autotune` measures and `--tuning-cache` replays
+// (docs/autotune.md). The k loop is unrolled with MLIR's
+// loopUnrollByFactor.
 //
 // Semantics are those of `linalg.matmul`, C += A * B, with each output
 // element summed over k in increasing order, as the scalar loops do; the
@@ -87,6 +99,7 @@ struct MatmulSchedule {
   int64_t blockM;     // mc: rows of A per block
   int64_t blockK;     // kc: reduction block
   int64_t unrollK;    // ku: unroll factor of the innermost k loop
+  int64_t grain;      // grain: cost units per thread (0: one thread)
 
   /// `tuned`'s values, the space's defaults for what it lacks.
   static MatmulSchedule from(const Schedule *tuned) {
@@ -94,8 +107,13 @@ struct MatmulSchedule {
     if (tuned)
       for (const auto &[name, value] : tuned->params)
         s.params[name] = value;
-    return {s.get("vbits", 256), s.get("mr", 4),   s.get("nv", 2),
-            s.get("mc", 256),    s.get("kc", 256), s.get("ku", 1)};
+    return {s.get("vbits", 256),
+            s.get("mr", 4),
+            s.get("nv", 2),
+            s.get("mc", 256),
+            s.get("kc", 256),
+            s.get("ku", 1),
+            s.get("grain", kRuntimeGrain)};
   }
 };
 
@@ -426,8 +444,9 @@ Value matrixAt(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> dims,
 /// batches as threads each batch is one slab and the threads split the
 /// batches, with fewer (a 2-D matmul is one batch) the threads split each
 /// batch's columns too. The loop is outlined onto the thread pool
-/// (src/passes/Parallel.cpp) unless the work is a constant below
-/// kMinParallelCost (then a 2-D matmul is the kernel alone). Each pair runs
+/// (src/passes/Parallel.cpp) unless the schedule's grain is 0 or the work
+/// is a constant below kMinParallelCost (then a 2-D matmul is the kernel
+/// alone). Each pair runs
 /// the blocked kernel on the batch's matrices (rank-reduced subviews) with
 /// its own packed panel, so every element of C is summed over k in
 /// increasing order by one thread whatever the thread count.
@@ -445,6 +464,8 @@ void rewriteMatmul(linalg::LinalgOp op, const KernelMatmul &km,
   if (!isRowMajor(a, elem) || !isRowMajor(bm, elem) || !isRowMajor(c, elem))
     return;
 
+  // Before any op is built in front of `op`.
+  linalg::FillOp fill = zeroFillBefore(op, c);
   OpBuilder b(op);
   Location loc = op.getLoc();
   MatmulSchedule schedule = MatmulSchedule::from(
@@ -466,7 +487,7 @@ void rewriteMatmul(linalg::LinalgOp op, const KernelMatmul &km,
   }
   // The work, batches*M*N*K/16 cost units (kina_rt_parallel_for: a
   // multiply-add of a vector lane costs about a sixteenth of an element of
-  // a streaming loop).
+  // a streaming loop), scaled to the schedule's grain (Parallel.h).
   Value cost = b.createOrFold<arith::DivUIOp>(
       loc,
       b.createOrFold<arith::MulIOp>(
@@ -475,11 +496,14 @@ void rewriteMatmul(linalg::LinalgOp op, const KernelMatmul &km,
               loc, batches, b.createOrFold<arith::MulIOp>(loc, m, n)),
           k),
       indexConst(b, loc, 16));
+  if (schedule.grain > 0)
+    cost = costAtGrain(b, loc, cost, schedule.grain);
   std::optional<int64_t> knownCost = getConstantIntValue(cost);
-  bool small = knownCost && *knownCost < kMinParallelCost;
+  bool small =
+      schedule.grain <= 0 || (knownCost && *knownCost < kMinParallelCost);
 
   bool zeroInit = false;
-  if (linalg::FillOp fill = zeroFillBefore(op, c)) {
+  if (fill) {
     zeroInit = true;
     std::optional<int64_t> knownK = getConstantIntValue(k);
     if (knownK && *knownK > 0) {
