@@ -46,7 +46,7 @@ default bench/cpu/results-<date>.json). A missing peer is a cell saying
 so; the rest still runs. Results move with the machine's load: the JSON
 records the load average; say what else ran when recording.
 """
-import argparse, ctypes, ctypes.util, datetime, json, os, platform, shutil
+import argparse, ctypes, ctypes.util, datetime, json, os, platform, re, shutil
 import statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -504,6 +504,8 @@ def worker(args):
 
     def row(work, prog, inputs, out_rank, peers, ref, unit, amount,
             iree=None, memcpy=None):
+        if args.rows and not re.search(args.rows, work):
+            return
         r = {"work": work, "threads": threads, "unit": unit, "kinac": {},
              "peers": {}}
         for col, lib in libs[prog].items():
@@ -692,6 +694,10 @@ def main():
                     "run reuses it)")
     ap.add_argument("--autotune-budget", type=float, default=60,
                     help="seconds of search per tuned program (default 60)")
+    ap.add_argument("--rows", default="",
+                    help="run only the rows whose work (first column) "
+                    "matches this Python regular expression (re.search), "
+                    "e.g. 'batch|MLP'; memcpy always runs")
     ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--builds", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
@@ -723,7 +729,8 @@ def main():
             out = os.path.join(tmp, "rows-%d.json" % n)
             subprocess.run([sys.executable, os.path.abspath(__file__),
                             "--worker", str(n), "--builds", bpath, "--out",
-                            out, "--repeats", str(args.repeats)], env=env,
+                            out, "--repeats", str(args.repeats), "--rows",
+                            args.rows], env=env,
                            check=True)
             report["rows"] += json.load(open(out))
     report["load_average_end"] = os.getloadavg()
