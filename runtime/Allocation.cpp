@@ -6,12 +6,13 @@
 // ranked descriptor carries the sizes, check them (rank 0..KINA_MAX_RANK,
 // sizes >= 0, element_size > 0, no 64-bit overflow: status 1 before any
 // allocation), allocate product(sizes) * element_size bytes (host: 64-byte
-// aligned std::aligned_alloc; CUDA: a cached block of the size class, else
-// cuMemAllocManaged on the selected device, GpuMemory.h and Registry.h),
-// record the buffer in
-// the registry and write allocated, aligned, offset 0 and row-major strides
-// back into the ranked descriptor. On any failure the descriptor's pointers
-// are null (when the descriptor is readable) and kina_last_error() says why.
+// aligned std::aligned_alloc, from 4 MiB on 2 MiB boundaries marked for
+// transparent huge pages, Registry.cpp; CUDA: a cached block of the size
+// class, else cuMemAllocManaged on the selected device, GpuMemory.h and
+// Registry.h), record the buffer in the registry and write allocated, aligned,
+// offset 0 and row-major strides back into the ranked descriptor. On any
+// failure the descriptor's pointers are null (when the descriptor is readable)
+// and kina_last_error() says why.
 //
 //===----------------------------------------------------------------------===//
 #include "GpuMemory.h"

@@ -21,6 +21,8 @@
 
 #include "kina/runtime.h"
 
+#include <sys/mman.h>
+
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -84,7 +86,24 @@ Registry &registry() {
 namespace kina::rt {
 
 namespace {
+/// Host buffers of at least kHugeBytes are allocated on 2 MiB boundaries,
+/// their size rounded up to 2 MiB, and marked for transparent huge pages
+/// (madvise MADV_HUGEPAGE; a no-op where the kernel's THP setting is
+/// `never`), as NumPy does from 4 MiB: a fresh buffer is otherwise filled
+/// one 4 KiB page fault at a time (a [12, 1024, 1024] f32 matmul result:
+/// 12288 faults, 23.6 ms of system time per call against the 17.1 ms of
+/// the matmul itself, measured on a 2-core EPYC; docs/performance.md).
+constexpr size_t kHugeBytes = size_t(4) << 20;
+constexpr size_t kHugePage = size_t(2) << 20;
+
 void *defaultAllocate(size_t alignment, size_t bytes) {
+  if (bytes >= kHugeBytes && alignment <= kHugePage) {
+    size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+    if (void *pointer = std::aligned_alloc(kHugePage, rounded)) {
+      (void)madvise(pointer, rounded, MADV_HUGEPAGE);
+      return pointer;
+    }
+  }
   return std::aligned_alloc(alignment, bytes);
 }
 void defaultRelease(void *pointer) { std::free(pointer); }

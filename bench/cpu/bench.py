@@ -31,14 +31,22 @@ its own whose environment caps every library before it loads:
 KINA_NUM_THREADS, OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS,
 torch.set_num_threads. kinac's calls go through `kina_<f>` with the ABI's
 descriptors (include/kina/abi.h); each call allocates its result, released
-with runtime_free (both timed, as a caller pays them).
+with runtime_free (both timed, as a caller pays them). Above one thread,
+every timing starts SETTLE_S after the one before: OpenBLAS's worker
+threads (used by the openblas, numpy and torch peers) keep spinning with
+sched_yield for about 2^28 cycles (OpenBLAS's THREAD_TIMEOUT, ~0.1 s)
+after each call, and would otherwise share a core with the next column's
+second thread (measured: 33 ms of CPU in the 0.5 s after five 512 sgemm
+calls on a loaded machine, 0 with OPENBLAS_THREAD_TIMEOUT=4; without the
+pause the default column of `matmul 1024` at 2 threads, timed right after
+the previous row's peers, ran no faster than at 1 thread).
 Prints a table (median ms, GB/s or GFLOP/s, and kinac / best peer as a
 ratio of rates: above 1 means kinac is faster) and writes JSON (--json,
 default bench/cpu/results-<date>.json). A missing peer is a cell saying
 so; the rest still runs. Results move with the machine's load: the JSON
 records the load average; say what else ran when recording.
 """
-import argparse, ctypes, ctypes.util, datetime, json, os, platform, shutil
+import argparse, ctypes, ctypes.util, datetime, json, os, platform, re, shutil
 import statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -314,7 +322,13 @@ class Kina:
         return call
 
 
+# Seconds to wait before each timing above one thread (file comment).
+SETTLE_S = 0.0
+
+
 def timeit(fn, repeats):
+    if SETTLE_S:
+        time.sleep(SETTLE_S)
     fn()
     ts = []
     for _ in range(repeats):
@@ -455,6 +469,8 @@ def iree_time(builds, name, inputs, threads, repeats, tmp):
         path = os.path.join(tmp, "in-%s-%d.npy" % (name, i))
         np.save(path, a)
         cmd.append("--input=@" + path)
+    if SETTLE_S:
+        time.sleep(SETTLE_S)
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         return "iree-benchmark-module failed: " + r.stderr.strip()[-300:]
@@ -470,7 +486,9 @@ def iree_time(builds, name, inputs, threads, repeats, tmp):
 
 
 def worker(args):
+    global SETTLE_S
     threads = args.worker
+    SETTLE_S = 0.3 if threads > 1 else 0.0
     builds = json.load(open(args.builds))
     import numpy as np
     try:
@@ -486,6 +504,8 @@ def worker(args):
 
     def row(work, prog, inputs, out_rank, peers, ref, unit, amount,
             iree=None, memcpy=None):
+        if args.rows and not re.search(args.rows, work):
+            return
         r = {"work": work, "threads": threads, "unit": unit, "kinac": {},
              "peers": {}}
         for col, lib in libs[prog].items():
@@ -674,6 +694,10 @@ def main():
                     "run reuses it)")
     ap.add_argument("--autotune-budget", type=float, default=60,
                     help="seconds of search per tuned program (default 60)")
+    ap.add_argument("--rows", default="",
+                    help="run only the rows whose work (first column) "
+                    "matches this Python regular expression (re.search), "
+                    "e.g. 'batch|MLP'; memcpy always runs")
     ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--builds", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
@@ -705,7 +729,8 @@ def main():
             out = os.path.join(tmp, "rows-%d.json" % n)
             subprocess.run([sys.executable, os.path.abspath(__file__),
                             "--worker", str(n), "--builds", bpath, "--out",
-                            out, "--repeats", str(args.repeats)], env=env,
+                            out, "--repeats", str(args.repeats), "--rows",
+                            args.rows], env=env,
                            check=True)
             report["rows"] += json.load(open(out))
     report["load_average_end"] = os.getloadavg()

@@ -88,8 +88,10 @@
 #include "kina/abi.h"
 
 #include "mlir/Pass/Pass.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace kina {
@@ -124,9 +126,34 @@ std::unique_ptr<mlir::Pass> createLowerToLLVMPass(std::string allocFunction);
 /// upstream `canonicalize` with its `disable-patterns` option set.
 std::unique_ptr<mlir::Pass> createCanonicalizerPass();
 
+/// The batch structure of a matmul kina-matmul-kernel computes with its
+/// kernel (matchKernelMatmul): C[batch] += A[batch] * B[batch] per batch
+/// index, each a row-major product of an MxK and a KxN matrix.
+struct KernelMatmul {
+  /// For A, B and C (in that order): per leading dim of the operand (the
+  /// dims before its last two), the batch loop it follows (0 for C's first
+  /// dim ...), or -1 for a unit dim read at index 0 (a broadcast batch).
+  /// C's leading dims are the batch loops, in order.
+  llvm::SmallVector<int64_t, 4> batchDims[3];
+  /// The batch loops: C's rank - 2.
+  int64_t numBatch = 0;
+};
+
+/// The batch structure of `op` when kina-matmul-kernel computes it with its
+/// kernel (on tensors or buffers): a `linalg.matmul` with the default
+/// indexing maps, or a `linalg.generic` over loops (batch..., m, n, k) with
+/// C indexed (batch..., m, n), A (batch' ..., m, k), B (batch'' ..., k, n)
+/// (batch', batch'': batch loops or the constant 0) and the body
+/// `out + a * b` (MLIRGen's batched and broadcast-batch matmul,
+/// src/lowering/MLIRGenContract.cpp); A, B and C of one element type, f32
+/// or f64. Otherwise std::nullopt. `--autotune` tunes such an op in the
+/// space "cpu.matmul" under tuningKey(op, "matmul").
+std::optional<KernelMatmul> matchKernelMatmul(mlir::Operation *op);
+
 /// kina-matmul-kernel with each matmul's schedule from `tuning` (by its
-/// tuningKey; kina/Tuning.h, space "cpu.matmul"), the defaults for a
-/// matmul it lacks or when it is null. The pass shares ownership.
+/// tuningKey(op, "matmul"); kina/Tuning.h, space "cpu.matmul"), the
+/// defaults for a matmul it lacks or when it is null. The pass shares
+/// ownership.
 std::unique_ptr<mlir::Pass>
 createMatmulKernelPass(std::shared_ptr<const TuningParameters> tuning);
 

@@ -13,15 +13,19 @@
 //
 // Kinds (ScheduleSpace::name):
 //  - "cpu.matmul" (kina-matmul-kernel, src/passes/MatmulKernel.cpp): per
-//    linalg.matmul; mc, kc (the BLIS row and reduction blocks, elements),
-//    mr (rows of the register tile), nv (vectors per column panel), vbits
-//    (vector width, bits), ku (unroll of the innermost k loop).
+//    f32/f64 matmul, 2-D, batched or broadcast-batch (key
+//    `matmul@<line>:<col>`); mc, kc (the BLIS row and reduction blocks,
+//    elements), mr (rows of the register tile), nv (vectors per column
+//    panel), vbits (vector width, bits), ku (unroll of the innermost k
+//    loop), grain (thread split: cost units per thread, 0 one thread;
+//    src/passes/Parallel.h costAtGrain).
 //  - "cpu.vectorize" (kina-tile-and-vectorize,
 //    src/passes/TileAndVectorize.cpp): per Kina statement computing a
 //    reduction (reduce_*, softmax, layer_norm, ...: every linalg op it
 //    lowers to shares the key `reduction@<line>:<col>`); vbits (vector
 //    width, bits; 0: the processor's), vectors (vectors per tile of the
-//    vectorised loop, i.e. independent accumulators of a row reduction).
+//    vectorised loop, i.e. independent accumulators of a row reduction),
+//    grain (as cpu.matmul's, for the statement's outermost parallel loops).
 //  - "cuda.elementwise" (kina-gpu-map-elementwise): per kernel, key
 //    `elementwise@<line>:<col>` (the mapped generic or copy), or one entry
 //    for the whole class (key "cuda.elementwise") as a fallback; block

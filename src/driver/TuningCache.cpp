@@ -24,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "DriverImpl.h"
+#include "kina/Passes.h"
 
 #include "kina/Pipeline.h"
 #include "kina/Target.h"
@@ -352,15 +353,12 @@ std::vector<TunableOp> findTunables(mlir::ModuleOp module, const Module &ast,
   };
   module.walk([&](mlir::Operation *each) {
     TunableOp op;
-    if (auto matmul = dyn_cast<mlir::linalg::MatmulOp>(each)) {
-      auto resultType =
-          dyn_cast<mlir::ShapedType>(matmul.getDpsInits()[0].getType());
-      if (!resultType || resultType.getRank() != 2 ||
-          !(resultType.getElementType().isF32() ||
-            resultType.getElementType().isF64()))
-        return;
+    if (matchKernelMatmul(each)) {
+      // 2-D, batched and broadcast-batch f32/f64 matmuls: kina-matmul-kernel.
+      auto matmul = cast<mlir::linalg::LinalgOp>(each);
       op.space = "cpu.matmul";
-      op.dtype = typeText(resultType.getElementType());
+      op.dtype = typeText(
+          mlir::getElementTypeOrSelf(matmul.getDpsInits()[0].getType()));
       op.shapes = operandTypes(matmul.getDpsInputs());
     } else if (auto generic = dyn_cast<mlir::linalg::GenericOp>(each)) {
       // A reduction (reduce_*, or a step of softmax, layer_norm, ...): the
@@ -376,7 +374,7 @@ std::vector<TunableOp> findTunables(mlir::ModuleOp module, const Module &ast,
       return;
     }
     op.key = op.space == "cpu.vectorize" ? tuningKey(each, kVectorizeKeyKind)
-                                         : tuningKey(each);
+                                         : tuningKey(each, "matmul");
     if (op.key.empty() || llvm::any_of(ops, [&](const TunableOp &other) {
           return other.key == op.key;
         }))

@@ -3,8 +3,9 @@
 // `linalg-to-loops` turns a `linalg.matmul` into three scalar loops (i, j, k
 // with the reduction innermost): about 0.5 GFLOP/s (bench/matmul.py). This
 // pass, run on the bufferized module before `linalg-to-loops`, rewrites each
-// `linalg.matmul` over plain memrefs (rank 2, identity layout, one element
-// type, f32 or f64, the default indexing maps) into the register-tiled
+// `linalg.matmul` (the default indexing maps) and each batched matmul over
+// memrefs with rows of contiguous elements (unit last stride), one element
+// type, f32 or f64, into the register-tiled
 // micro-kernel of BLIS and OpenBLAS (Goto and van de Geijn, "Anatomy of
 // high-performance matrix multiplication", 2008), with the vector dialect:
 //
@@ -26,22 +27,33 @@
 // symbolic sizes need nothing more. The packed panel (KC x nv*VL
 // elements, 16 KiB by default) is a stack buffer of the function.
 //
-// Threads: unless the work (M*N*K/16 cost units) is a constant below
-// kMinParallelCost (src/passes/Parallel.h), the nest above runs once per
-// column slab of C, slabs = kina_rt_parallel_threads(panels, cost) (the
-// threads the runtime will use), each slab a whole number of panels wide
-// (the last one takes the columns left, with its 1-vector and masked
-// groups), with its own packed panel; the loop over slabs is outlined and
-// run by kina_rt_parallel_for, one slab per thread. A slab's columns are
-// summed exactly as with one slab, so the result does not depend on the
-// thread count.
+// Batches: MLIRGen's batched and broadcast-batch matmuls (a linalg.generic
+// over loops (batch..., m, n, k), kina/Passes.h matchKernelMatmul) run the
+// same nest per batch index on rank-reduced subviews of A, B and C (a
+// broadcast operand's subview is the same for every index).
 //
-// The schedule (VL, MR, nv, MC, KC and the unroll of the k loop) is the
-// space "cpu.matmul" of kina/Tuning.h: its defaults unless the pipeline's
-// TuningParameters hold a schedule for the matmul's key (tuningKey, the
-// Kina statement's line and column), which `kinac --autotune` measures and
-// `--tuning-cache` replays (docs/autotune.md). The k loop is unrolled with
-// MLIR's loopUnrollByFactor.
+// Threads: one loop over (batch index, column slab) pairs, slabs =
+// ceil(kina_rt_parallel_threads(batches * panels, cost) / batches) per
+// batch, each slab a whole number of panels wide (the last one takes the
+// columns left, with its 1-vector and masked groups), each pair with its
+// own packed panel; unless the work (batches*M*N*K/16 cost units) is a
+// constant below kMinParallelCost (src/passes/Parallel.h), the loop is
+// outlined and run by kina_rt_parallel_for: threads split the batches, and
+// each batch's columns when there are fewer batches than threads. A slab's
+// columns are summed exactly as with one slab, so the result does not
+// depend on the thread count.
+//
+// A zero `linalg.fill` of C right before the matmul (MLIRGen's init) is
+// folded in: the first K block's accumulators start at zero instead of
+// being loaded from C, one write pass over C less.
+//
+// The schedule (VL, MR, nv, MC, KC, the unroll of the k loop and the
+// thread grain) is the space "cpu.matmul" of kina/Tuning.h: its defaults
+// unless the pipeline's TuningParameters hold a schedule for the matmul's
+// key (tuningKey(op, "matmul"), the Kina statement's line and column),
+// which `kinac --autotune` measures and `--tuning-cache` replays
+// (docs/autotune.md). The k loop is unrolled with MLIR's
+// loopUnrollByFactor.
 //
 // Semantics are those of `linalg.matmul`, C += A * B, with each output
 // element summed over k in increasing order, as the scalar loops do; the
@@ -63,6 +75,7 @@
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Pass/Pass.h"
 
 using namespace mlir;
@@ -86,6 +99,7 @@ struct MatmulSchedule {
   int64_t blockM;     // mc: rows of A per block
   int64_t blockK;     // kc: reduction block
   int64_t unrollK;    // ku: unroll factor of the innermost k loop
+  int64_t grain;      // grain: cost units per thread (0: one thread)
 
   /// `tuned`'s values, the space's defaults for what it lacks.
   static MatmulSchedule from(const Schedule *tuned) {
@@ -93,8 +107,13 @@ struct MatmulSchedule {
     if (tuned)
       for (const auto &[name, value] : tuned->params)
         s.params[name] = value;
-    return {s.get("vbits", 256), s.get("mr", 4),   s.get("nv", 2),
-            s.get("mc", 256),    s.get("kc", 256), s.get("ku", 1)};
+    return {s.get("vbits", 256),
+            s.get("mr", 4),
+            s.get("nv", 2),
+            s.get("mc", 256),
+            s.get("kc", 256),
+            s.get("ku", 1),
+            s.get("grain", kRuntimeGrain)};
   }
 };
 
@@ -105,14 +124,21 @@ struct Matmul {
   VectorType vecTy; // vector<VL x elem>
   Value packed;     // memref<KC x nv*VL x elem> on the stack: a packed panel
   MatmulSchedule schedule;
+  bool zeroInit; // C holds zeros: the first K block starts from zero, not C
 };
 
-/// True for a memref the kernel can address with `vector.load`: rank 2,
-/// identity layout (row-major, contiguous rows), element type `elem`.
-bool isPlainMatrix(Value v, Type elem) {
+/// True for a memref the kernel can address with `vector.load` once its
+/// leading (batch) dims are fixed: rank >= 2, element type `elem`, strided
+/// with unit stride in its last dim (rows of contiguous elements, any
+/// distance apart).
+bool isRowMajor(Value v, Type elem) {
   auto type = dyn_cast<MemRefType>(v.getType());
-  return type && type.getRank() == 2 && type.getLayout().isIdentity() &&
-         type.getElementType() == elem;
+  if (!type || type.getRank() < 2 || type.getElementType() != elem)
+    return false;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return succeeded(type.getStridesAndOffset(strides, offset)) &&
+         strides.back() == 1;
 }
 
 /// One group of columns: [colLo, colHi) in panels of nv vectors, or, with
@@ -169,10 +195,35 @@ void emitRows(OpBuilder &b, Location loc, const Matmul &mm, Value rowLo,
                                       b, loc, j0, indexConst(b, loc, v * vl)));
           packedCols.push_back(indexConst(b, loc, v * vl));
         }
+        auto loadC = [&](OpBuilder &b) {
+          SmallVector<Value> acc;
+          for (int64_t r = 0; r < mr; ++r)
+            for (int64_t v = 0; v < nv; ++v)
+              acc.push_back(load(b, mm.c, rows[r], cols[v]));
+          return acc;
+        };
         SmallVector<Value> acc;
-        for (int64_t r = 0; r < mr; ++r)
-          for (int64_t v = 0; v < nv; ++v)
-            acc.push_back(load(b, mm.c, rows[r], cols[v]));
+        if (mm.zeroInit) {
+          // C is zero-filled: the first K block starts from zeros (the
+          // same bits: 0 + x is x), the others from C.
+          Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                              kLo, indexConst(b, loc, 0));
+          auto init = scf::IfOp::create(
+              b, loc, first,
+              [&](OpBuilder &b, Location loc) {
+                Value zero = arith::ConstantOp::create(
+                    b, loc, mm.vecTy,
+                    DenseElementsAttr::get(
+                        mm.vecTy, b.getZeroAttr(mm.vecTy.getElementType())));
+                scf::YieldOp::create(b, loc, SmallVector<Value>(mr * nv, zero));
+              },
+              [&](OpBuilder &b, Location loc) {
+                scf::YieldOp::create(b, loc, loadC(b));
+              });
+          acc.append(init.getResults().begin(), init.getResults().end());
+        } else {
+          acc = loadC(b);
+        }
         auto loop = scf::ForOp::create(
             b, loc, kLo, kHi, indexConst(b, loc, 1), acc,
             [&](OpBuilder &b, Location loc, Value k, ValueRange iter) {
@@ -275,7 +326,7 @@ void emitPanels(OpBuilder &b, Location loc, const Matmul &mm,
 }
 
 /// Emits the blocked kernel for the columns [colLo, colHi) of C (colLo a
-/// multiple of the panel width), with its own packed panel:
+/// multiple of the panel width), packing into mm.packed:
 /// K blocks, then blocks of rows, then the panels of the column groups:
 /// [colLo, nw) in panels of nv vectors, [nw, n1) of 1 vector, [n1, colHi)
 /// the masked rest (one panel when not empty).
@@ -284,11 +335,6 @@ void emitKernel(OpBuilder &b, Location loc, Matmul mm, Value colLo,
   int64_t blockK = mm.schedule.blockK, blockM = mm.schedule.blockM;
   int64_t vl = mm.vecTy.getNumElements();
   int64_t nv = mm.schedule.panel;
-  // The packed panel lives on the stack, once per call (Kina has no loops;
-  // an outlined slab loop hoists it out of its loop: Parallel.h).
-  auto packedTy = MemRefType::get({blockK, nv * vl}, mm.vecTy.getElementType());
-  mm.packed =
-      memref::AllocaOp::create(b, loc, packedTy, b.getI64IntegerAttr(64));
   Value width = arith::SubIOp::create(b, loc, colHi, colLo);
   Value nw =
       arith::AddIOp::create(b, loc, colLo, roundDown(b, loc, width, nv * vl));
@@ -342,74 +388,192 @@ Value threadsFor(OpBuilder &b, Location loc, ModuleOp module, Value n,
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), threads);
 }
 
-/// Rewrites `op` into blocked kernel loops; leaves matmuls the kernel does
-/// not cover untouched.
-void rewriteMatmul(linalg::MatmulOp op, const TuningParameters *tuning) {
-  if (!op.hasPureBufferSemantics() || op.hasUserDefinedMaps() ||
-      op.getDpsInputs().size() != 2 || op.getDpsInits().size() != 1)
+/// A packed panel of `schedule` for vectors `vecTy`: memref<KC x nv*VL x
+/// elem> on the stack (16 KiB of f32 by default), 64-byte aligned.
+Value allocPanel(OpBuilder &b, Location loc, const MatmulSchedule &schedule,
+                 VectorType vecTy) {
+  auto type = MemRefType::get(
+      {schedule.blockK, schedule.panel * vecTy.getNumElements()},
+      vecTy.getElementType());
+  return memref::AllocaOp::create(b, loc, type, b.getI64IntegerAttr(64));
+}
+
+/// The `linalg.fill` of +0.0 into `c` right before `op`, or null.
+linalg::FillOp zeroFillBefore(Operation *op, Value c) {
+  auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+  if (!fill || !fill.hasPureBufferSemantics() || fill.getDpsInits()[0] != c ||
+      !matchPattern(fill.getDpsInputs()[0], m_PosZeroFloat()))
+    return {};
+  return fill;
+}
+
+/// The matrix of `x` (rank >= 2) at the batch index `index` (one index
+/// per batch loop): `x` itself without leading dims, else the rank-reduced
+/// subview x[i..., :, :], i the index of the batch loop each leading dim
+/// follows (`dims`, KernelMatmul::batchDims) or 0 for a broadcast unit dim.
+Value matrixAt(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> dims,
+               ArrayRef<Value> index) {
+  if (dims.empty())
+    return x;
+  auto type = cast<MemRefType>(x.getType());
+  int64_t rank = type.getRank();
+  SmallVector<OpFoldResult> offsets, sizes;
+  SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+  for (int64_t d : dims) {
+    offsets.push_back(d < 0 ? OpFoldResult(b.getIndexAttr(0))
+                            : OpFoldResult(index[d]));
+    sizes.push_back(b.getIndexAttr(1));
+  }
+  for (int64_t i = rank - 2; i < rank; ++i) {
+    offsets.push_back(b.getIndexAttr(0));
+    sizes.push_back(memref::getMixedSize(b, loc, x, i));
+  }
+  MemRefType matrixTy = memref::SubViewOp::inferRankReducedResultType(
+      type.getShape().take_back(2), type, offsets, sizes, strides);
+  return memref::SubViewOp::create(b, loc, matrixTy, x, offsets, sizes,
+                                   strides);
+}
+
+/// Rewrites `op` (matched by matchKernelMatmul as `km`) into blocked kernel
+/// loops; leaves it untouched unless its operands are buffers the kernel
+/// addresses (isRowMajor).
+///
+/// Batches and threads: one loop over (batch index, column slab) pairs,
+/// batch-major, slabs = ceil(threads / batches) per batch, threads =
+/// kina_rt_parallel_threads(batches * panels, cost): with at least as many
+/// batches as threads each batch is one slab and the threads split the
+/// batches, with fewer (a 2-D matmul is one batch) the threads split each
+/// batch's columns too. The loop is outlined onto the thread pool
+/// (src/passes/Parallel.cpp) unless the schedule's grain is 0 or the work
+/// is a constant below kMinParallelCost (then a 2-D matmul is the kernel
+/// alone). Each pair runs
+/// the blocked kernel on the batch's matrices (rank-reduced subviews) with
+/// its own packed panel, so every element of C is summed over k in
+/// increasing order by one thread whatever the thread count.
+///
+/// A zero `linalg.fill` of C right before the matmul is folded into the
+/// kernel (its first K block starts from zeros rather than loading C: one
+/// pass over C less); it stays, under `K == 0`, where K is not a constant.
+void rewriteMatmul(linalg::LinalgOp op, const KernelMatmul &km,
+                   const TuningParameters *tuning) {
+  if (!op.hasPureBufferSemantics())
     return;
   Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1];
   Value c = op.getDpsInits()[0];
   Type elem = cast<MemRefType>(c.getType()).getElementType();
-  if (!elem.isF32() && !elem.isF64())
-    return;
-  if (!isPlainMatrix(a, elem) || !isPlainMatrix(bm, elem) ||
-      !isPlainMatrix(c, elem))
+  if (!isRowMajor(a, elem) || !isRowMajor(bm, elem) || !isRowMajor(c, elem))
     return;
 
+  // Before any op is built in front of `op`.
+  linalg::FillOp fill = zeroFillBefore(op, c);
   OpBuilder b(op);
   Location loc = op.getLoc();
-  MatmulSchedule schedule =
-      MatmulSchedule::from(tuning ? tuning->lookup(op) : nullptr);
+  MatmulSchedule schedule = MatmulSchedule::from(
+      tuning ? tuning->lookup(tuningKey(op, "matmul")) : nullptr);
   int64_t vl = schedule.vectorBits / elem.getIntOrFloatBitWidth();
   int64_t w = schedule.panel * vl;
-  Matmul mm{a,
-            bm,
-            c,
-            b.createOrFold<memref::DimOp>(loc, a, 0),
-            b.createOrFold<memref::DimOp>(loc, bm, 1),
-            b.createOrFold<memref::DimOp>(loc, a, 1),
-            VectorType::get({vl}, elem),
-            Value(),
-            schedule};
-  // The work, M*N*K/16 cost units (kina_rt_parallel_for: a multiply-add
-  // of a vector lane costs about a sixteenth of an element of a streaming
-  // loop). A constant below kMinParallelCost: one slab, no runtime call.
+  VectorType vecTy = VectorType::get({vl}, elem);
+  int64_t rankA = cast<MemRefType>(a.getType()).getRank();
+  auto dim = [&](Value x, int64_t i) {
+    return b.createOrFold<memref::DimOp>(loc, x, i);
+  };
+  Value m = dim(c, km.numBatch), n = dim(c, km.numBatch + 1);
+  Value k = dim(a, rankA - 1);
+  SmallVector<Value> batchSizes;
+  Value batches = indexConst(b, loc, 1);
+  for (int64_t i = 0; i < km.numBatch; ++i) {
+    batchSizes.push_back(dim(c, i));
+    batches = b.createOrFold<arith::MulIOp>(loc, batches, batchSizes.back());
+  }
+  // The work, batches*M*N*K/16 cost units (kina_rt_parallel_for: a
+  // multiply-add of a vector lane costs about a sixteenth of an element of
+  // a streaming loop), scaled to the schedule's grain (Parallel.h).
   Value cost = b.createOrFold<arith::DivUIOp>(
       loc,
       b.createOrFold<arith::MulIOp>(
-          loc, b.createOrFold<arith::MulIOp>(loc, mm.m, mm.n), mm.k),
+          loc,
+          b.createOrFold<arith::MulIOp>(
+              loc, batches, b.createOrFold<arith::MulIOp>(loc, m, n)),
+          k),
       indexConst(b, loc, 16));
+  if (schedule.grain > 0)
+    cost = costAtGrain(b, loc, cost, schedule.grain);
   std::optional<int64_t> knownCost = getConstantIntValue(cost);
-  if (knownCost && *knownCost < kMinParallelCost) {
-    emitKernel(b, loc, mm, indexConst(b, loc, 0), mm.n);
-    op.erase();
+  bool small =
+      schedule.grain <= 0 || (knownCost && *knownCost < kMinParallelCost);
+
+  bool zeroInit = false;
+  if (fill) {
+    zeroInit = true;
+    std::optional<int64_t> knownK = getConstantIntValue(k);
+    if (knownK && *knownK > 0) {
+      fill.erase();
+    } else {
+      // With K = 0 the kernel writes nothing: C keeps the fill's zeros.
+      Value empty = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, k,
+                                          indexConst(b, loc, 0));
+      auto ifEmpty = scf::IfOp::create(b, loc, empty, /*withElse=*/false);
+      fill->moveBefore(ifEmpty.thenBlock()->getTerminator());
+    }
+  }
+  Matmul whole{a, bm, c, m, n, k, vecTy, Value(), schedule, zeroInit};
+  if (km.numBatch == 0 && small) {
+    whole.packed = allocPanel(b, loc, schedule, vecTy);
+    emitKernel(b, loc, whole, indexConst(b, loc, 0), n);
+    op->erase();
     return;
   }
-  // Column slabs of whole panels, one per thread that will run
-  // (kina_rt_parallel_threads), each with its own packed panel; the slab
-  // loop runs on the thread pool (src/passes/Parallel.cpp). Each element
-  // of C is still summed over k in increasing order by one thread.
+
   Value panels =
-      b.createOrFold<arith::CeilDivUIOp>(loc, mm.n, indexConst(b, loc, w));
-  Value slabs =
-      threadsFor(b, loc, op->getParentOfType<ModuleOp>(), panels, cost);
-  Value slabWidth = arith::MulIOp::create(
-      b, loc, arith::CeilDivUIOp::create(b, loc, panels, slabs),
+      b.createOrFold<arith::CeilDivUIOp>(loc, n, indexConst(b, loc, w));
+  Value threads =
+      small ? indexConst(b, loc, 1)
+            : threadsFor(b, loc, op->getParentOfType<ModuleOp>(),
+                         b.createOrFold<arith::MulIOp>(loc, batches, panels),
+                         cost);
+  Value slabs = b.createOrFold<arith::CeilDivUIOp>(
+      loc, threads,
+      b.createOrFold<arith::MaxUIOp>(loc, batches, indexConst(b, loc, 1)));
+  Value slabWidth = b.createOrFold<arith::MulIOp>(
+      loc, b.createOrFold<arith::CeilDivUIOp>(loc, panels, slabs),
       indexConst(b, loc, w));
-  auto slabLoop = scf::ForOp::create(
-      b, loc, indexConst(b, loc, 0), slabs, indexConst(b, loc, 1), ValueRange{},
-      [&](OpBuilder &b, Location loc, Value s, ValueRange) {
-        Value colLo = arith::MulIOp::create(b, loc, s, slabWidth);
+  Value trips = b.createOrFold<arith::MulIOp>(loc, batches, slabs);
+  auto loop = scf::ForOp::create(
+      b, loc, indexConst(b, loc, 0), trips, indexConst(b, loc, 1), ValueRange{},
+      [&](OpBuilder &b, Location loc, Value t, ValueRange) {
+        // First in the body: outlining hoists it out of the loop
+        // (Parallel.h), once per piece.
+        Matmul mm = whole;
+        mm.packed = allocPanel(b, loc, schedule, vecTy);
+        Value batch = b.createOrFold<arith::DivUIOp>(loc, t, slabs);
+        Value slab = b.createOrFold<arith::RemUIOp>(loc, t, slabs);
+        // The batch loops' indices, the last one fastest.
+        SmallVector<Value> index(km.numBatch);
+        for (int64_t i = km.numBatch - 1; i >= 0; --i) {
+          if (i == 0) {
+            index[i] = batch;
+            break;
+          }
+          index[i] = arith::RemUIOp::create(b, loc, batch, batchSizes[i]);
+          batch = arith::DivUIOp::create(b, loc, batch, batchSizes[i]);
+        }
+        mm.a = matrixAt(b, loc, a, km.batchDims[0], index);
+        mm.b = matrixAt(b, loc, bm, km.batchDims[1], index);
+        mm.c = matrixAt(b, loc, c, km.batchDims[2], index);
+        Value colLo = b.createOrFold<arith::MulIOp>(loc, slab, slabWidth);
         Value colHi = arith::MinUIOp::create(
-            b, loc, arith::AddIOp::create(b, loc, colLo, slabWidth), mm.n);
+            b, loc, arith::AddIOp::create(b, loc, colLo, slabWidth), n);
         emitKernel(b, loc, mm, colLo, colHi);
         scf::YieldOp::create(b, loc);
       });
-  // Left a sequential loop (still correct) if outlining fails.
   IRRewriter rewriter(b);
-  (void)outlineParallelLoop(rewriter, slabLoop, cost);
-  op.erase();
+  if (small || failed(outlineParallelLoop(rewriter, loop, cost))) {
+    // Sequential: the panel once, before the loop.
+    for (auto alloca :
+         llvm::make_early_inc_range(loop.getBody()->getOps<memref::AllocaOp>()))
+      alloca->moveBefore(loop);
+  }
+  op->erase();
 }
 
 class MatmulKernelPass : public impl::MatmulKernelPassBase<MatmulKernelPass> {
@@ -419,10 +583,13 @@ public:
       : tuning(std::move(tuning)) {}
 
   void runOnOperation() override {
-    SmallVector<linalg::MatmulOp> matmuls;
-    getOperation().walk([&](linalg::MatmulOp op) { matmuls.push_back(op); });
-    for (linalg::MatmulOp op : matmuls)
-      rewriteMatmul(op, tuning.get());
+    SmallVector<std::pair<linalg::LinalgOp, KernelMatmul>> matmuls;
+    getOperation().walk([&](linalg::LinalgOp op) {
+      if (std::optional<KernelMatmul> km = matchKernelMatmul(op))
+        matmuls.push_back({op, *km});
+    });
+    for (auto &[op, km] : matmuls)
+      rewriteMatmul(op, km, tuning.get());
   }
 
 private:
@@ -430,6 +597,92 @@ private:
 };
 
 } // namespace
+
+std::optional<KernelMatmul> matchKernelMatmul(Operation *op) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp || linalgOp.getNumDpsInputs() != 2 ||
+      linalgOp.getNumDpsInits() != 1)
+    return std::nullopt;
+  auto typeOf = [&](Value v) { return dyn_cast<ShapedType>(v.getType()); };
+  ShapedType ta = typeOf(linalgOp.getDpsInputs()[0]);
+  ShapedType tb = typeOf(linalgOp.getDpsInputs()[1]);
+  ShapedType tc = typeOf(linalgOp.getDpsInits()[0]);
+  if (!ta || !tb || !tc || !ta.hasRank() || !tb.hasRank() || !tc.hasRank())
+    return std::nullopt;
+  Type elem = tc.getElementType();
+  if (!(elem.isF32() || elem.isF64()) || ta.getElementType() != elem ||
+      tb.getElementType() != elem)
+    return std::nullopt;
+  if (auto matmul = dyn_cast<linalg::MatmulOp>(op)) {
+    if (matmul.hasUserDefinedMaps() || ta.getRank() != 2 || tb.getRank() != 2 ||
+        tc.getRank() != 2)
+      return std::nullopt;
+    return KernelMatmul{};
+  }
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic)
+    return std::nullopt;
+  // Loops (batch..., m, n, k): r = C's rank, k = loop r.
+  int64_t loops = generic.getNumLoops(), r = loops - 1;
+  if (r < 2 || tc.getRank() != r)
+    return std::nullopt;
+  SmallVector<utils::IteratorType> iterators = generic.getIteratorTypesArray();
+  for (int64_t i = 0; i < loops; ++i)
+    if (iterators[i] != (i == r ? utils::IteratorType::reduction
+                                : utils::IteratorType::parallel))
+      return std::nullopt;
+  auto isDim = [](AffineExpr e, int64_t pos) {
+    auto d = dyn_cast<AffineDimExpr>(e);
+    return d && d.getPosition() == pos;
+  };
+  KernelMatmul km;
+  km.numBatch = r - 2;
+  // An operand's map: (leading..., row, col), each leading result a batch
+  // loop or the constant 0.
+  auto matrixMap = [&](AffineMap map, int64_t row, int64_t col,
+                       SmallVector<int64_t, 4> &leading) {
+    int64_t results = map.getNumResults();
+    if (results < 2 || !isDim(map.getResult(results - 2), row) ||
+        !isDim(map.getResult(results - 1), col))
+      return false;
+    for (int64_t j = 0; j < results - 2; ++j) {
+      AffineExpr e = map.getResult(j);
+      if (auto d = dyn_cast<AffineDimExpr>(e); d && d.getPosition() < r - 2)
+        leading.push_back(d.getPosition());
+      else if (auto cst = dyn_cast<AffineConstantExpr>(e);
+               cst && cst.getValue() == 0)
+        leading.push_back(-1);
+      else
+        return false;
+    }
+    return true;
+  };
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  if (!matrixMap(maps[0], r - 2, r, km.batchDims[0]) ||
+      !matrixMap(maps[1], r, r - 1, km.batchDims[1]) ||
+      !matrixMap(maps[2], r - 2, r - 1, km.batchDims[2]))
+    return std::nullopt;
+  for (int64_t i = 0; i < km.numBatch; ++i)
+    if (km.batchDims[2][i] != i)
+      return std::nullopt;
+  // The body: yield(out + x * y), either operand order.
+  Block &body = generic.getRegion().front();
+  if (body.getOperations().size() != 3)
+    return std::nullopt;
+  Value x = body.getArgument(0), y = body.getArgument(1);
+  Value out = body.getArgument(2);
+  auto add = body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return std::nullopt;
+  Value product = add.getLhs() == out   ? add.getRhs()
+                  : add.getRhs() == out ? add.getLhs()
+                                        : Value();
+  auto mul = product ? product.getDefiningOp<arith::MulFOp>() : nullptr;
+  if (!mul || !((mul.getLhs() == x && mul.getRhs() == y) ||
+                (mul.getLhs() == y && mul.getRhs() == x)))
+    return std::nullopt;
+  return km;
+}
 
 std::unique_ptr<Pass>
 createMatmulKernelPass(std::shared_ptr<const TuningParameters> tuning) {

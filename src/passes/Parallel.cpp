@@ -201,6 +201,18 @@ LogicalResult outlineParallelLoop(RewriterBase &rewriter, scf::ForOp loop,
   return success();
 }
 
+Value costAtGrain(OpBuilder &b, Location loc, Value cost, int64_t grain) {
+  if (grain < kRuntimeGrain)
+    return b.createOrFold<arith::MulIOp>(
+        loc, cost,
+        arith::ConstantIndexOp::create(b, loc, kRuntimeGrain / grain));
+  if (grain > kRuntimeGrain)
+    return b.createOrFold<arith::DivUIOp>(
+        loc, cost,
+        arith::ConstantIndexOp::create(b, loc, grain / kRuntimeGrain));
+  return cost;
+}
+
 void outlineMarkedLoops(RewriterBase &rewriter, ModuleOp module) {
   SmallVector<scf::ForOp> marked;
   module.walk([&](scf::ForOp loop) {
@@ -209,9 +221,17 @@ void outlineMarkedLoops(RewriterBase &rewriter, ModuleOp module) {
   });
   for (scf::ForOp loop : marked) {
     loop->removeAttr(kParallelLoopAttr);
+    int64_t grain = kRuntimeGrain;
+    if (auto attr = loop->getAttrOfType<IntegerAttr>(kParallelGrainAttr))
+      grain = attr.getInt();
+    loop->removeAttr(kParallelGrainAttr);
+    if (grain <= 0)
+      continue;
     rewriter.setInsertionPoint(loop);
     IRMapping clones;
-    Value cost = loopWork(rewriter, loop.getLoc(), loop, loop, clones);
+    Value cost = costAtGrain(
+        rewriter, loop.getLoc(),
+        loopWork(rewriter, loop.getLoc(), loop, loop, clones), grain);
     std::optional<int64_t> known = getConstantIntValue(cost);
     if (known && *known < kMinParallelCost)
       continue;

@@ -34,6 +34,23 @@ inline constexpr llvm::StringLiteral kParallelLoopAttr = "kina.parallel_loop";
 /// grains of runtime/Parallel.cpp, kina_rt_parallel_threads).
 inline constexpr int64_t kMinParallelCost = int64_t(2) << 16;
 
+/// The runtime's grain (runtime/Parallel.cpp): each piece of a split loop
+/// gets at least this many cost units. The default of the tuned parameter
+/// `grain` (kina/Tuning.h, spaces cpu.matmul and cpu.vectorize).
+inline constexpr int64_t kRuntimeGrain = int64_t(1) << 16;
+
+/// I64 attribute on an `scf.for` marked kParallelLoopAttr: the grain its
+/// work is split with (cost units per piece, a power of two; 0: the loop
+/// stays on the calling thread). Absent: kRuntimeGrain.
+inline constexpr llvm::StringLiteral kParallelGrainAttr = "kina.parallel_grain";
+
+/// `cost` (index, cost units) scaled so that the runtime, which splits at
+/// kRuntimeGrain units per piece, splits it at `grain` units per piece
+/// (a power of two > 0): cost * kRuntimeGrain / grain, folded where
+/// constant.
+mlir::Value costAtGrain(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Value cost, int64_t grain);
+
 /// Replaces `loop` (no results) by a call of a new private function
 /// `__kina_par_<enclosing function>[_<k>]` marked kParallelBodyAttr whose
 /// body is the loop restricted to iterations [lo, end) of its trip count
@@ -48,11 +65,12 @@ mlir::LogicalResult outlineParallelLoop(mlir::RewriterBase &rewriter,
                                         mlir::Value cost);
 
 /// Outlines every loop of `module` marked kParallelLoopAttr (removing the
-/// mark) whose work estimate, built before it, is not a constant below
-/// kMinParallelCost. The estimate counts elements: a loop's trip count
-/// times the sum of its nested loops' estimates, an innermost loop's
-/// extent (ub - lb); a bound computed inside the loop from values defined
-/// outside it is recomputed before it, one that depends on an induction
+/// mark and kParallelGrainAttr) whose work estimate, built before it and
+/// scaled to its grain (costAtGrain), is not a constant below
+/// kMinParallelCost; a loop of grain 0 stays. The estimate counts elements: a
+/// loop's trip count times the sum of its nested loops' estimates, an innermost
+/// loop's extent (ub - lb); a bound computed inside the loop from values
+/// defined outside it is recomputed before it, one that depends on an induction
 /// variable counts as 1. It never over-counts: an innermost loop whose
 /// body is straight-line vector code over a whole short row (a static row
 /// of one vector or two) counts one per row.

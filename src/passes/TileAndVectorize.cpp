@@ -146,10 +146,12 @@ unsigned vectorDim(linalg::LinalgOp op) {
 
 /// Tiles `op` (steps 1 and 2 of the file comment) and marks its full tiles
 /// with kFullTileAttr: the vector dim in tiles of `vectors` registers of
-/// `vectorBits` bits. Leaves `op` alone when its vector dim is statically
-/// shorter than one tile.
+/// `vectorBits` bits; its outermost loop, when parallel, runs on the thread
+/// pool split at `grain` cost units per piece (Parallel.h). Leaves `op`
+/// alone when its vector dim is statically shorter than one tile.
 LogicalResult tileAndPeel(RewriterBase &rewriter, linalg::LinalgOp op,
-                          unsigned vectorBits, unsigned vectors) {
+                          unsigned vectorBits, unsigned vectors,
+                          int64_t grain) {
   unsigned lanes =
       std::max(1u, vectorBits / widestElementBits(op)) * std::max(1u, vectors);
   unsigned dim = vectorDim(op);
@@ -171,8 +173,12 @@ LogicalResult tileAndPeel(RewriterBase &rewriter, linalg::LinalgOp op,
     tile->setAttr(kFullTileAttr, rewriter.getUnitAttr());
   // Every loop is tiled, so the loops are in loop-dim order. The outermost
   // one runs on the thread pool (step 7) when it is a parallel loop.
-  if (op.getIteratorTypesArray()[0] == utils::IteratorType::parallel)
+  if (op.getIteratorTypesArray()[0] == utils::IteratorType::parallel) {
     tiled->loops[0]->setAttr(kParallelLoopAttr, rewriter.getUnitAttr());
+    if (grain != kRuntimeGrain)
+      tiled->loops[0]->setAttr(kParallelGrainAttr,
+                               rewriter.getI64IntegerAttr(grain));
+  }
   auto loop = dyn_cast<scf::ForOp>(tiled->loops[dim].getOperation());
   scf::ForOp partial;
   if (loop &&
@@ -363,7 +369,8 @@ struct TileAndVectorizePass final
           tuning ? tuning->lookup(tuningKey(op, kVectorizeKeyKind)) : nullptr;
       int64_t bits = s ? s->get("vbits", 0) : 0;
       (void)tileAndPeel(rewriter, op, bits > 0 ? unsigned(bits) : vectorBits,
-                        s ? unsigned(s->get("vectors", 1)) : 1u);
+                        s ? unsigned(s->get("vectors", 1)) : 1u,
+                        s ? s->get("grain", kRuntimeGrain) : kRuntimeGrain);
     }
 
     // Static shapes for the full tiles: constant subview sizes become

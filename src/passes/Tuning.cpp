@@ -58,10 +58,26 @@ std::string ScheduleSpace::check(const Schedule &s) const {
   return "";
 }
 
+namespace {
+/// The thread split of the cpu spaces: cost units of work per piece of a
+/// split loop (the runtime's 2^16 by default, src/passes/Parallel.h;
+/// about one element of a streaming f32 loop each, a sixteenth of a
+/// matmul's multiply-add lane), 0 for one thread. Searched in `stage`.
+ScheduleParameter kGrainParameter(int stage) {
+  return {"grain",
+          int64_t(1) << 16,
+          {0, int64_t(1) << 12, int64_t(1) << 14, int64_t(1) << 16,
+           int64_t(1) << 18},
+          stage,
+          "cost units of work per thread (2^16: the runtime's grain; 0: one "
+          "thread)"};
+}
+} // namespace
+
 llvm::ArrayRef<ScheduleSpace> allSpaces() {
   static const std::vector<ScheduleSpace> spaces = {
       {"cpu.matmul",
-       1,
+       2,
        {// Register tile first (the search's order): vector width, rows,
         // vectors per panel; then the cache blocks; then the k unroll.
         {"vbits", 256, {128, 256, 512}, 0, "vector width in bits"},
@@ -69,9 +85,10 @@ llvm::ArrayRef<ScheduleSpace> allSpaces() {
         {"nv", 2, {1, 2, 3}, 0, "vectors of C's columns per panel"},
         {"mc", 256, {64, 128, 256, 512}, 1, "rows of A per block (BLIS MC)"},
         {"kc", 256, {128, 256, 512}, 1, "reduction block (BLIS KC)"},
-        {"ku", 1, {1, 2, 4}, 2, "unroll factor of the innermost k loop"}}},
+        {"ku", 1, {1, 2, 4}, 2, "unroll factor of the innermost k loop"},
+        kGrainParameter(3)}},
       {"cpu.vectorize",
-       1,
+       2,
        {{"vbits",
          0,
          {0, 128, 256, 512},
@@ -82,7 +99,8 @@ llvm::ArrayRef<ScheduleSpace> allSpaces() {
          {1, 2, 4},
          0,
          "vectors per tile of the vector dim (independent accumulators of "
-         "a reduction)"}}},
+         "a reduction)"},
+        kGrainParameter(1)}},
       {"cuda.elementwise",
        1,
        {{"block", 256, {64, 128, 256, 512, 1024}, 0, "threads per block"}}},

@@ -10,6 +10,10 @@
   (-v lists every tool kinac runs); --autotune without a cache builds.
 - A hand-written schedule (vbits=128) turns the kernel's vector<8xf32> into
   vector<4xf32> in --emit=mlir-llvm.
+- The thread split ("grain"): at N=200 the default grain (2^16) keeps the
+  matmul on one thread (no kina_rt_parallel_for region at
+  KINA_NUM_THREADS=2), a hand-written grain=4096 splits it (a region, the
+  same result), grain=0 calls no thread-pool function at all.
 - --autotune-budget bounds the search: with 1 second, kinac measures few
   candidates and ends within the budget plus the time of the candidates
   already started.
@@ -21,9 +25,10 @@
   write no output; a symbolic dim --tune-shape lacks is an error naming it.
 - Reductions and normalisations ("cpu.vectorize"): a real search on
   softmax and reduce_sum records entries keyed `reduction@line:col` with
-  vbits and vectors; the tuned library matches NumPy; hand-written
+  vbits, vectors and grain; the tuned library matches NumPy; hand-written
   schedules reach every op of the statement: vbits=128 vectors=1 gives
-  vector<4xf32> only, vbits=128 vectors=4 vector<16xf32> tiles.
+  vector<4xf32> only, vbits=128 vectors=4 vector<16xf32> tiles, grain=0
+  no kina_rt_parallel_for call.
 - cuda: --autotune --target=cuda fails with exit 1 (no GPU to measure on);
   with --cuda (ptxas found), a hand-written "cuda.elementwise" entry
   (block 128) sets the launches' block size in --emit=mlir-gpu.
@@ -90,6 +95,35 @@ def search(kinac, work, stem, source, cache_name, so_name, shape):
     return kir, cache, so, r
 
 
+REGIONS = r'''
+import ctypes, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import kina
+lib = kina.load(sys.argv[2])
+a = np.ones((200, 64), np.float32)
+b = np.ones((64, 32), np.float32)
+c = lib.mm(a, b)
+assert c.shape == (200, 32) and np.all(c == 64), c
+raw = ctypes.CDLL(sys.argv[2])
+raw.kina_rt_parallel_regions.restype = ctypes.c_uint64
+print(raw.kina_rt_parallel_regions())
+'''
+
+
+def parallel_regions(so):
+    """The kina_rt_parallel_for regions one call of @mm in `so` (200x64
+    times 64x32 ones) splits at KINA_NUM_THREADS=2, or None on failure."""
+    python = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..',
+                          '..', 'python')
+    r = run([sys.executable, '-c', REGIONS, python, so],
+            env=dict(os.environ, KINA_NUM_THREADS='2'))
+    if r.returncode != 0:
+        print(r.stderr)
+        return None
+    return int(r.stdout.strip())
+
+
 def read_bytes(path):
     with open(path, 'rb') as f:
         return f.read()
@@ -127,7 +161,7 @@ def main():
     check(e.get('target') == 'cpu' and e.get('processor'),
           'entry target and processor')
     sched = e.get('schedule', {})
-    check(set(sched) == {'vbits', 'mr', 'nv', 'mc', 'kc', 'ku'},
+    check(set(sched) == {'vbits', 'mr', 'nv', 'mc', 'kc', 'ku', 'grain'},
           'schedule has the cpu.matmul parameters: %r' % sched)
     check(e.get('median_s', 0) > 0 and e.get('default_median_s', 0) > 0 and
           e['median_s'] <= e['default_median_s'],
@@ -182,7 +216,8 @@ def main():
           'default kernel uses vector<8xf32>')
     hand = copy.deepcopy(c)
     hand['entries'][0]['schedule'] = {'vbits': 128, 'mr': 2, 'nv': 1,
-                                      'mc': 64, 'kc': 128, 'ku': 2}
+                                      'mc': 64, 'kc': 128, 'ku': 2,
+                                      'grain': 65536}
     hand_path = os.path.join(work, 'hand.json')
     write_json(hand_path, hand)
     r = mlir_llvm(hand_path)
@@ -197,6 +232,35 @@ def main():
           'hand-written vbits=128 gives vector<4xf32> kernels (%d '
           'vector<8xf32> left of %d)' % (r.stdout.count('vector<8xf32>'),
                                           default.stdout.count('vector<8xf32>')))
+
+    # The thread split: default grain (one piece at N=200: 25600 cost
+    # units), 4096 (six grains: split at 2 threads), 0 (no pool).
+    def with_grain(grain):
+        g = copy.deepcopy(c)
+        g['entries'][0]['schedule'] = dict(sched, grain=grain)
+        path = os.path.join(work, 'grain%d.json' % grain)
+        write_json(path, g)
+        so = os.path.join(work, 'grain%d.so' % grain)
+        r = run([kinac, kir, '--tuning-cache', path, '--emit=shared', '-o',
+                 so])
+        check(r.returncode == 0 and 'warning' not in r.stderr,
+              'grain=%d build (%s)' % (grain, r.stderr))
+        return path, so
+
+    _, so_default = with_grain(65536)
+    _, so_fine = with_grain(4096)
+    path_none, _ = with_grain(0)
+    regions = (parallel_regions(so_default), parallel_regions(so_fine))
+    check(regions[0] == 0 and regions[1] is not None and regions[1] >= 1,
+          'grain 65536 keeps N=200 on one thread, grain 4096 splits it '
+          '(regions %r)' % (regions,))
+    r = mlir_llvm(path_none)
+    check(r.returncode == 0 and 'kina_rt_parallel' not in r.stdout and
+          'kina_rt_parallel_threads' in default.stdout,
+          'grain=0: no thread-pool call (default has one)')
+    for name in ('grain65536.json', 'grain4096.json', 'grain0.json',
+                 'grain65536.so', 'grain4096.so'):
+        os.remove(os.path.join(work, name))
 
     # Stale and foreign entries: a warning naming the file and entry, and
     # the default kernel.
@@ -344,7 +408,7 @@ def check_reductions(args, work):
     check(len(entries) >= 1 and all(
         re.fullmatch(r'reduction@(3|7):\d+', k) for k in keys) and
         all(e.get('space') == 'cpu.vectorize' and
-            set(e.get('schedule', {})) == {'vbits', 'vectors'}
+            set(e.get('schedule', {})) == {'vbits', 'vectors', 'grain'}
             for e in entries),
         'reductions: cpu.vectorize entries keyed by statement: %r' % keys)
     x = np.random.default_rng(3).uniform(-4, 4, (64, 512)).astype(np.float32)
@@ -376,8 +440,15 @@ def check_reductions(args, work):
         return run([kinac, kir, '--tuning-cache', path, '--emit=mlir-llvm'])
 
     default = run([kinac, kir, '--emit=mlir-llvm'])
-    narrow = with_schedule({'vbits': 128, 'vectors': 1})
-    wide = with_schedule({'vbits': 128, 'vectors': 4})
+    narrow = with_schedule({'vbits': 128, 'vectors': 1, 'grain': 65536})
+    wide = with_schedule({'vbits': 128, 'vectors': 4, 'grain': 65536})
+    single = with_schedule({'vbits': 0, 'vectors': 1, 'grain': 0})
+    check(default.returncode == 0 and 'kina_rt_parallel_for' in
+          default.stdout and single.returncode == 0 and
+          'warning' not in single.stderr and
+          'kina_rt_parallel_for' not in single.stdout,
+          'reductions: grain=0 leaves no kina_rt_parallel_for (%s)' %
+          single.stderr)
     check(default.returncode == 0 and 'vector<8xf32>' in default.stdout and
           'vector<16xf32>' not in default.stdout,
           'reductions: default tiles are vector<8xf32> (256 bits)')
