@@ -566,8 +566,8 @@ Expected<Results> readResults(const std::string &path) {
     if (c >= (*candidates)->size())
       return resultsError(path, at + ".candidate",
                           "the plan has no candidate " + std::to_string(c));
-    if (j.contains("error"))
-      continue; // failed on the GPU: not a choice
+    if (j.contains("error") || j.contains("skipped"))
+      continue; // failed on the GPU or not measured: not a choice
     Expected<const OrderedJson *> median = need(
         j, at, "median_s", [](const OrderedJson &v) { return v.is_number(); },
         "a number");
@@ -748,6 +748,10 @@ bool buildTuningPlan(const DriverOptions &opts, const std::string &input,
   plan["warmup"] = kPlanWarmup;
   plan["repeat"] = kPlanRepeat;
   plan["max_seconds"] = kPlanMaxSeconds;
+  // What --autotune-budget leaves for measuring (kina-run --tune-plan
+  // stops starting non-default candidates once it is spent).
+  if (opts.autotuneBudget > 0)
+    plan["budget_s"] = std::max(0.0, opts.autotuneBudget - clock.elapsed());
   plan["ops"] = std::move(opsJson);
   plan["candidates"] = std::move(candidates);
   if (Error err = writeOutput(dir + "/plan.json", plan.dump(2) + "\n")) {

@@ -16,7 +16,11 @@
 //    "gpu": {"device": 0, "name": "NVIDIA H200", "arch": "sm_90"},
 //    "measurements": [{"candidate": 0, "median_s": 1.2e-5,
 //                      "min_s": ..., "runs": 9} | {"candidate": 1,
-//                      "error": "..."}, ...]}
+//                      "error": "..."} | {"candidate": 2,
+//                      "skipped": "budget"}, ...]}
+//
+// (measurements in the order they ran: every default first). The plan's
+// optional "budget_s" bounds the measuring as kina-run --budget does.
 //
 // Each candidate runs in a child kina-run (posix_spawn of `self`), as
 // kinac's CPU search runs its candidates.
@@ -31,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -161,7 +166,8 @@ int printGpuInfo() {
   return 0;
 }
 
-int runTunePlan(const std::string &planPath, const std::string &self) {
+int runTunePlan(const std::string &planPath, const std::string &self,
+                double budgetSeconds) {
   std::ifstream in(planPath);
   if (!in) {
     error("cannot read the tuning plan '" + planPath + "'");
@@ -172,6 +178,8 @@ int runTunePlan(const std::string &planPath, const std::string &self) {
   Json plan;
   struct Candidate {
     std::string library, function, shape;
+    size_t op = 0;
+    bool isDefault = false;
   };
   std::vector<Candidate> candidates;
   int warmup = 2, repeat = 9;
@@ -188,6 +196,15 @@ int runTunePlan(const std::string &planPath, const std::string &self) {
     warmup = plan.value("warmup", warmup);
     repeat = plan.value("repeat", repeat);
     maxSeconds = plan.value("max_seconds", maxSeconds);
+    if (budgetSeconds <= 0 && plan.contains("budget_s")) {
+      if (!plan["budget_s"].is_number() || plan["budget_s"].get<double>() < 0)
+        throw std::runtime_error("budget_s: not a non-negative number");
+      budgetSeconds = plan["budget_s"].get<double>();
+      // 0 in the plan: kinac's budget was spent building; the defaults
+      // are still measured.
+      if (budgetSeconds == 0)
+        budgetSeconds = 1e-9;
+    }
     const Json &ops = field(plan, "ops", "plan");
     const Json &list = field(plan, "candidates", "plan");
     std::string dir = planPath.substr(0, planPath.find_last_of('/') + 1);
@@ -198,6 +215,8 @@ int runTunePlan(const std::string &planPath, const std::string &self) {
       if (op >= ops.size())
         throw std::runtime_error(at + ".op: no op " + std::to_string(op));
       Candidate cand;
+      cand.op = op;
+      cand.isDefault = c.value("default", false);
       cand.library = dir + field(c, "library", at).get<std::string>();
       cand.function =
           field(ops[op], "function", "ops[" + std::to_string(op) + "]")
@@ -250,8 +269,31 @@ int runTunePlan(const std::string &planPath, const std::string &self) {
     }
     return true;
   };
-  for (size_t i = 0; i < candidates.size(); ++i) {
+  // The defaults first (every op keeps a baseline whatever the budget),
+  // then the others in the plan's order while the budget lasts.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if (candidates[i].isDefault)
+      order.push_back(i);
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if (!candidates[i].isDefault)
+      order.push_back(i);
+  auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+        .count();
+  };
+  std::vector<double> best(candidates.size(), 0); // per op
+  size_t skipped = 0, done = 0;
+  for (size_t i : order) {
     const Candidate &c = candidates[i];
+    if (!c.isDefault && budgetSeconds > 0 && elapsed() >= budgetSeconds) {
+      measurements.push_back({{"candidate", i}, {"skipped", "budget"}});
+      ++skipped;
+      continue;
+    }
+    ++done;
     std::vector<std::string> argv = {self,
                                      c.library,
                                      c.function,
@@ -279,22 +321,32 @@ int runTunePlan(const std::string &planPath, const std::string &self) {
       m["median_s"] = timing["median_s"];
       m["min_s"] = timing["min_s"];
       m["runs"] = timing["runs"];
-      std::cerr << "kina-run: tune-plan: " << i + 1 << "/" << candidates.size()
-                << " " << c.function << " " << timing["median_s"].get<double>()
-                << " s\n";
+      double median = timing["median_s"].get<double>();
+      if (best[c.op] == 0 || median < best[c.op])
+        best[c.op] = median;
+      std::cerr << "kina-run: tune-plan: " << done << "/" << candidates.size()
+                << " candidate " << i << " (op " << c.op << ", @" << c.function
+                << (c.isDefault ? ", default" : "") << "): " << median
+                << " s, best " << best[c.op] << " s\n";
     } else {
       m["error"] =
           status < 0 ? "kina-run could not start"
                      : "kina-run exited with status " + std::to_string(status);
-      std::cerr << "kina-run: tune-plan: " << i + 1 << "/" << candidates.size()
-                << " " << c.function << " failed (status " << status << ")\n";
+      std::cerr << "kina-run: tune-plan: " << done << "/" << candidates.size()
+                << " candidate " << i << " (op " << c.op << ", @" << c.function
+                << ") failed (status " << status << ")\n";
     }
     measurements.push_back(std::move(m));
     if (!save())
       return 1;
   }
-  if (candidates.empty() && !save())
+  // The skipped candidates (and an empty plan's results) go in too.
+  if ((skipped || candidates.empty()) && !save())
     return 1;
+  if (skipped)
+    std::cerr << "kina-run: tune-plan: the budget of " << budgetSeconds
+              << " s ended after " << done << " candidates; " << skipped
+              << " not measured\n";
   std::cerr << "kina-run: tune-plan: wrote " << path << "\n";
   return 0;
 }

@@ -36,17 +36,24 @@ bool queryGpu(GpuInfo &info, std::string &why);
 /// and returns 1.
 int printGpuInfo();
 
-/// `kina-run --tune-plan PLAN`: measures every candidate of the plan, each
+/// `kina-run --tune-plan PLAN`: measures the candidates of the plan, each
 /// in a kina-run process of its own (`kina-run LIB FN --bench --shape ...
 /// --warmup W --repeat R`, so a candidate that crashes ends only its
 /// process and is reported as failed), and writes `results.json` beside
 /// the plan after every candidate (a temporary file renamed over it, so a
 /// run cut short keeps what it measured): the plan's ops and candidates
 /// with each candidate's median seconds or error, and the GPU.
-/// Progress on stderr, one line per candidate. `self` is the path of this
-/// kina-run (argv[0] resolved). Returns the exit status: 0, or 1 (no GPU,
-/// a malformed plan, results not writable) with a message on stderr.
-int runTunePlan(const std::string &planPath, const std::string &self);
+/// Every op's default candidate is measured first, then the others in the
+/// plan's order while the budget lasts: `budgetSeconds` when positive,
+/// else the plan's `budget_s` (kinac --autotune-budget's seconds left
+/// after building), else no limit; a candidate the budget did not reach is
+/// recorded as {"candidate": i, "skipped": "budget"}. Progress on stderr,
+/// one line per candidate with its op's best median so far. `self` is the
+/// path of this kina-run (argv[0] resolved). Returns the exit status: 0,
+/// or 1 (no GPU, a malformed plan, results not writable) with a message
+/// on stderr.
+int runTunePlan(const std::string &planPath, const std::string &self,
+                double budgetSeconds = 0);
 
 } // namespace run
 } // namespace kina

@@ -389,6 +389,7 @@ int main(int argc, char **argv) {
                "--emit=shared on NPY files (version " KINA_VERSION ")",
                "kina-run"};
   std::string tunePlan;
+  double tuneBudget = 0;
   bool gpuInfo = false;
   CLI::Option *libraryOption =
       app.add_option("library", opts.library, "The shared library (.so)");
@@ -396,6 +397,11 @@ int main(int argc, char **argv) {
                  "Measure every candidate of a plan written by kinac "
                  "--autotune-plan (each in a kina-run process) and write "
                  "results.json beside it (docs/autotune.md)");
+  app.add_option("--budget", tuneBudget,
+                 "--tune-plan: stop measuring non-default candidates after "
+                 "this many seconds (overrides the plan's budget_s, which "
+                 "kinac --autotune-budget sets; 0: the plan's)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--gpu-info", gpuInfo,
                "Print the CUDA GPU kina-run would run on as one JSON line "
                "(status 1 without one)");
@@ -455,7 +461,7 @@ int main(int argc, char **argv) {
     }
     if (gpuInfo)
       return run::printGpuInfo();
-    return run::runTunePlan(tunePlan, "/proc/self/exe");
+    return run::runTunePlan(tunePlan, "/proc/self/exe", tuneBudget);
   }
   if (!libraryOption->count()) {
     error("library is required");

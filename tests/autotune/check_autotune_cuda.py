@@ -168,6 +168,22 @@ def check_plan(kinac, kina_run, work):
           'matmul: 4 cuBLASLt algorithm candidates')
     check(len(ops) == 3, 'three kernels to tune (no fill): %s' %
           [o['key'] for o in ops])
+    check('budget_s' not in plan, 'no --autotune-budget: no budget_s')
+    # --autotune-budget: building stops after the defaults once spent, and
+    # what is left (here nothing) bounds kina-run's measuring.
+    budget_dir = os.path.join(work, 'plan-budget')
+    rb = run([kinac, kir, '--target=cuda', '-O2', '--autotune',
+              '--tune-shape', 'N=4096', '--autotune-budget', '0.001',
+              '--autotune-plan', budget_dir])
+    bplan = {}
+    if rb.returncode == 0:
+        with open(os.path.join(budget_dir, 'plan.json')) as f:
+            bplan = json.load(f)
+    check(rb.returncode == 0 and bplan.get('budget_s') == 0 and
+          len(bplan['candidates']) == len(bplan['ops']) and
+          all(c['default'] for c in bplan['candidates']),
+          '--autotune-budget spent: the defaults only, budget_s 0 (%s)' %
+          rb.stderr.strip()[-600:])
     # kina-run reads each library's manifest without a GPU.
     first = os.path.join(plan_dir, cands[0]['library'])
     m = run([kina_run, first, '--manifest'])
@@ -375,6 +391,54 @@ def check_runner_here(kinac, kina_run, work):
           ms[0].get('runs', 0) >= 1 and 'error' in ms[1] and
           'median_s' not in ms[1],
           'the candidate measured, the missing library recorded: %s' % ms)
+    # The budget: defaults first whatever the order, then the others while
+    # it lasts. A non-default listed before the default; --budget of a
+    # microsecond measures the default only and records the rest skipped.
+    plan['candidates'] = [
+        {'op': 0, 'schedule': {'block': 128}, 'library': 'c000.so',
+         'default': False},
+        {'op': 0, 'schedule': {'block': 256}, 'library': 'c000.so',
+         'default': True},
+        {'op': 0, 'schedule': {'block': 512}, 'library': 'c000.so',
+         'default': False}]
+    write_json(os.path.join(plan_dir, 'plan.json'), plan)
+    r = run([kina_run, '--tune-plan', os.path.join(plan_dir, 'plan.json'),
+             '--budget', '0.000001'], env=env)
+    with open(path) as f:
+        ms = json.load(f)['measurements']
+    check(r.returncode == 0 and [m['candidate'] for m in ms] == [1, 0, 2] and
+          ms[0].get('median_s', 0) > 0 and
+          all(m.get('skipped') == 'budget' and 'median_s' not in m
+              for m in ms[1:]) and 'not measured' in r.stderr,
+          '--budget: the default measured first, the rest skipped: %s (%s)' %
+          (ms, r.stderr.strip()[-400:]))
+    # The plan's budget_s (kinac --autotune-budget's rest) does the same;
+    # without a budget every candidate is measured, each progress line
+    # with its op's best so far.
+    plan['budget_s'] = 0
+    write_json(os.path.join(plan_dir, 'plan.json'), plan)
+    r = run([kina_run, '--tune-plan', os.path.join(plan_dir, 'plan.json')],
+            env=env)
+    with open(path) as f:
+        ms = json.load(f)['measurements']
+    check(r.returncode == 0 and sum('skipped' in m for m in ms) == 2,
+          'plan budget_s 0: only the default measured: %s' % ms)
+    del plan['budget_s']
+    write_json(os.path.join(plan_dir, 'plan.json'), plan)
+    r = run([kina_run, '--tune-plan', os.path.join(plan_dir, 'plan.json')],
+            env=env)
+    with open(path) as f:
+        ms = json.load(f)['measurements']
+    check(r.returncode == 0 and all(m.get('median_s', 0) > 0 for m in ms) and
+          r.stderr.count(', best ') == 3,
+          'no budget: every candidate measured, best so far shown: %s (%s)' %
+          (ms, r.stderr.strip()[-600:]))
+    plan['budget_s'] = 'soon'
+    write_json(os.path.join(plan_dir, 'plan.json'), plan)
+    r = run([kina_run, '--tune-plan', os.path.join(plan_dir, 'plan.json')],
+            env=env)
+    check(r.returncode == 1 and 'budget_s' in r.stderr,
+          'a malformed budget_s is an error (%s)' % r.stderr.strip())
     r = run([kina_run, '--tune-plan', os.path.join(plan_dir, 'nope.json')])
     check(r.returncode == 1 and 'cannot read the tuning plan' in r.stderr,
           'a missing plan is an error (%s)' % r.stderr.strip())
@@ -398,6 +462,7 @@ def measure_plan(kina_run, plan_dir):
     check(res['gpu'].get('name') and
           re.fullmatch(r'sm_\d+', res['gpu'].get('arch', '')) is not None,
           'results name the GPU: %s' % res.get('gpu'))
+    ms = sorted(ms, key=lambda m: m['candidate'])  # defaults ran first
     check(len(ms) == len(plan['candidates']) and
           all(m.get('median_s', 0) > 0 for m in ms),
           'every candidate measured: %d of %d' %
