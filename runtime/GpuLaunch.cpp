@@ -21,7 +21,14 @@
 // mgpuStreamCreate and destroyed when the thread exits; mgpuStreamDestroy
 // leaves such streams alone. Every function makes the selected device's
 // primary context current for its own duration when it is not already, and
-// restores the caller's context afterwards.
+// restores the caller's context afterwards; inside a kina_<fn> call, where
+// kina_rt_gpu_enter made the call device's context current until
+// kina_rt_gpu_exit, they take it without asking the driver. A steady-state
+// call thus makes one cuCtxGetCurrent (at the enter; plus the switch and
+// the restore when the caller had another context current), one
+// cuPointerGetAttributes per argument the runtime did not allocate, its
+// launches and one cuStreamSynchronize, and no heap allocation
+// (tests/runtime/callcount checks it).
 //
 //===----------------------------------------------------------------------===//
 #include "GpuLaunch.h"

@@ -14,7 +14,8 @@
 //     counted). A regression in any of these fails.
 //   * CallCache.*: what the runtime caches is invalidated: a buffer given
 //     back by runtime_gpu_free_all and an address the driver hands out
-//     again (to another device) are asked about again (status 1), a context
+//     again (to another device) are asked about again (status 1), so is a
+//     host buffer of the runtime (status 1), a context
 //     the caller made current between calls is switched and restored, a
 //     thread with another device's context current runs on the selected
 //     device and gets its context back, and calls on two devices load the
@@ -350,6 +351,23 @@ TEST_F(CallCache, FreedBuffersAreAskedAboutAgain) {
   ASSERT_EQ(fake().ctxSetCurrent(fake().context(1)), 0);
   EXPECT_EQ(fake().memFree(reinterpret_cast<uintptr_t>(foreign)), 0);
   ASSERT_EQ(fake().ctxSetCurrent(nullptr), 0);
+}
+
+TEST_F(CallCache, HostBufferOfTheRuntimeIsRefused) {
+  // The registry knows host buffers too: only its managed ones skip the
+  // driver's answer.
+  KinaMemRef2 m{};
+  m.sizes[0] = kRows;
+  m.sizes[1] = 10;
+  KinaUnrankedMemRef unranked{2, &m};
+  ASSERT_EQ(_mlir_ciface_runtime_host_alloc_unranked(&unranked, 4), 0);
+  KinaMemRef2 x = matrix(m.allocated, kRows, 10), out{};
+  Counts c = countCalls(1, [&] { EXPECT_EQ(kina_e1(&out, &x), 1); });
+  EXPECT_EQ(c.of("cuPointerGetAttributes"), 1) << c.trace;
+  EXPECT_NE(std::string(kina_last_error()).find("ordinary host memory"),
+            std::string::npos)
+      << kina_last_error();
+  EXPECT_EQ(runtime_free(m.allocated), 0);
 }
 
 TEST_F(CallCache, ContextChangedBetweenCallsIsSwitchedAndRestored) {
