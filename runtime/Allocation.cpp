@@ -80,9 +80,11 @@ bool prefetchReused() {
 /// Either way recorded as live, and its pages asked onto the GPU when it is
 /// new or the host may have touched it. Returns 0, or the allocation's
 /// status (GpuMemory.h, allocateManaged).
-int32_t allocateGpu(const std::string &where, int64_t bytes, void *&memory) {
+/// `where` names the caller in messages; no string is built on the path of
+/// a cached block (a steady-state call allocates nothing on the heap here).
+int32_t allocateGpu(const char *where, int64_t bytes, void *&memory) {
   int32_t device = -1;
-  int32_t status = kina::rt::gpu::selectedDevice(where.c_str(), device);
+  int32_t status = kina::rt::gpu::selectedDevice(where, device);
   if (status != KINA_STATUS_SUCCESS)
     return status;
   int64_t capacity = kina::rt::managedCapacity(bytes);
@@ -93,10 +95,11 @@ int32_t allocateGpu(const std::string &where, int64_t bytes, void *&memory) {
       kina::rt::gpu::prefetchToCallDevice(memory, bytes);
     return KINA_STATUS_SUCCESS;
   }
-  status = kina::rt::gpu::allocateManaged(where, capacity, memory, device);
+  std::string prefix = where;
+  status = kina::rt::gpu::allocateManaged(prefix, capacity, memory, device);
   if (status == KINA_STATUS_RESOURCE_ERROR &&
       kina::rt::releaseCachedBlocks() > 0)
-    status = kina::rt::gpu::allocateManaged(where, capacity, memory, device);
+    status = kina::rt::gpu::allocateManaged(prefix, capacity, memory, device);
   if (status != KINA_STATUS_SUCCESS)
     return status;
   try {
@@ -123,14 +126,15 @@ int32_t allocate(const char *where, KinaUnrankedMemRef *out,
                             "null ranked descriptor in the unranked one");
   descriptor->allocated = nullptr;
   descriptor->aligned = nullptr;
-  std::string prefix = where;
+  // Built on the error paths only: a string is a heap allocation.
+  auto prefix = [where] { return std::string(where); };
   int64_t rank = out->rank;
   if (rank < 0 || rank > KINA_MAX_RANK)
     return fail(KINA_STATUS_VALIDATION_ERROR,
-                prefix + ": rank " + std::to_string(rank) + " outside 0.." +
+                prefix() + ": rank " + std::to_string(rank) + " outside 0.." +
                     std::to_string(KINA_MAX_RANK));
   if (elementSize <= 0)
-    return fail(KINA_STATUS_VALIDATION_ERROR, prefix + ": element size " +
+    return fail(KINA_STATUS_VALIDATION_ERROR, prefix() + ": element size " +
                                                   std::to_string(elementSize) +
                                                   " is not positive");
 
@@ -143,26 +147,26 @@ int32_t allocate(const char *where, KinaUnrankedMemRef *out,
   for (int64_t dim = rank - 1; dim >= 0; --dim) {
     if (sizes[dim] < 0)
       return fail(KINA_STATUS_VALIDATION_ERROR,
-                  prefix + ": size " + std::to_string(sizes[dim]) + " of dim " +
-                      std::to_string(dim) + " is negative");
+                  prefix() + ": size " + std::to_string(sizes[dim]) +
+                      " of dim " + std::to_string(dim) + " is negative");
     strides[dim] = elements;
     if (__builtin_mul_overflow(elements, sizes[dim], &elements))
       return fail(KINA_STATUS_VALIDATION_ERROR,
-                  prefix + ": element count overflows 64 bits at dim " +
+                  prefix() + ": element count overflows 64 bits at dim " +
                       std::to_string(dim));
   }
   int64_t bytes = 0;
   if (__builtin_mul_overflow(elements, static_cast<int64_t>(elementSize),
                              &bytes))
     return fail(KINA_STATUS_VALIDATION_ERROR,
-                prefix + ": byte count " + std::to_string(elements) + " x " +
+                prefix() + ": byte count " + std::to_string(elements) + " x " +
                     std::to_string(elementSize) + " overflows 64 bits");
 
   void *memory = nullptr;
   int32_t device = -1;
   int32_t status = KINA_STATUS_SUCCESS;
   if (kind == BufferKind::Host) {
-    status = allocateHost(prefix, bytes, memory);
+    status = allocateHost(prefix(), bytes, memory);
     if (status != KINA_STATUS_SUCCESS)
       return status;
     try {
@@ -172,7 +176,7 @@ int32_t allocate(const char *where, KinaUnrankedMemRef *out,
       throw; // The guard reports it (std::bad_alloc: status 2).
     }
   } else {
-    status = allocateGpu(prefix, bytes, memory);
+    status = allocateGpu(where, bytes, memory);
     if (status != KINA_STATUS_SUCCESS)
       return status;
   }

@@ -21,7 +21,14 @@
 // mgpuStreamCreate and destroyed when the thread exits; mgpuStreamDestroy
 // leaves such streams alone. Every function makes the selected device's
 // primary context current for its own duration when it is not already, and
-// restores the caller's context afterwards.
+// restores the caller's context afterwards; inside a kina_<fn> call, where
+// kina_rt_gpu_enter made the call device's context current until
+// kina_rt_gpu_exit, they take it without asking the driver. A steady-state
+// call thus makes one cuCtxGetCurrent (at the enter; plus the switch and
+// the restore when the caller had another context current), one
+// cuPointerGetAttributes per argument the runtime did not allocate, its
+// launches and one cuStreamSynchronize, and no heap allocation
+// (tests/runtime/callcount checks it).
 //
 //===----------------------------------------------------------------------===//
 #include "GpuLaunch.h"
@@ -98,6 +105,12 @@ FunctionTable &functionTable() {
 struct ThreadGpu {
   int32_t callDepth = 0;   ///< Nesting of kina_rt_gpu_enter calls.
   int32_t callDevice = -1; ///< Device of the current call.
+  /// The primary context of callDevice, current on this thread from
+  /// kina_rt_gpu_enter to kina_rt_gpu_exit (the runtime switches no context
+  /// in between), so the mgpu* functions of the call need not ask the
+  /// driver which context is current.
+  CUcontext callContext = nullptr;
+  const cuda::Driver *callDriver = nullptr; ///< The driver of the call.
   CUcontext callerContext = nullptr;
   bool switchedContext = false;
   int32_t defaultDevice = -1; ///< mgpuSetDefaultDevice's, -1 if none.
@@ -199,6 +212,14 @@ public:
   int32_t open() {
     ThreadGpu &thread = threadGpu();
     int32_t status = KINA_STATUS_SUCCESS;
+    if (thread.callDepth > 0 && thread.callContext && thread.callDriver) {
+      // Inside a kina_<fn> call: kina_rt_gpu_enter made the call device's
+      // context current for the whole call; no driver call is needed.
+      device = thread.callDevice;
+      context = thread.callContext;
+      driver = thread.callDriver;
+      return KINA_STATUS_SUCCESS;
+    }
     if (thread.callDepth > 0)
       device = thread.callDevice;
     else if (thread.defaultDevice >= 0)
@@ -336,7 +357,8 @@ CUfunction moduleFunction(Active &active, GpuModule &module, const char *name) {
   if (module.devices.size() <= static_cast<size_t>(active.device))
     module.devices.resize(active.device + 1);
   GpuModule::PerDevice &loaded = module.devices[active.device];
-  std::string on = " on CUDA device " + std::to_string(active.device);
+  // Built on the error paths only (the steady state allocates nothing).
+  auto on = [&] { return " on CUDA device " + std::to_string(active.device); };
   if (!loaded.module) {
     CUmodule handle = nullptr;
     CUresult result;
@@ -356,7 +378,7 @@ CUfunction moduleFunction(Active &active, GpuModule &module, const char *name) {
       std::string what =
           std::string(module.ptx ? "cuModuleLoadDataEx of PTX"
                                  : "cuModuleLoadData of a GPU binary") +
-          " (" + std::to_string(module.size) + " bytes)" + on + " failed";
+          " (" + std::to_string(module.size) + " bytes)" + on() + " failed";
       log[sizeof(log) - 1] = '\0';
       if (log[0])
         what += std::string(" (JIT log: ") + log + ")";
@@ -374,7 +396,7 @@ CUfunction moduleFunction(Active &active, GpuModule &module, const char *name) {
   CUresult result = api.cuModuleGetFunction(&function, loaded.module, name);
   if (result != CUDA_SUCCESS) {
     pendCuda(api, result, active.where,
-             std::string("cuModuleGetFunction(\"") + name + "\")" + on +
+             std::string("cuModuleGetFunction(\"") + name + "\")" + on() +
                  " failed");
     return nullptr;
   }
@@ -397,6 +419,9 @@ CUdeviceptr devicePointer(const void *pointer) {
 
 /// Whether `stream` is a thread's own stream (kept until its thread exits).
 bool isThreadStream(CUstream stream) {
+  for (CUstream own : threadGpu().streams) // The usual case: no lock.
+    if (own && own == stream)
+      return true;
   FunctionTable &table = functionTable();
   std::lock_guard<std::mutex> lock(table.mutex);
   return table.threadStreams.count(stream) > 0;
@@ -855,10 +880,20 @@ int32_t kina_rt_gpu_enter(void) {
     int32_t status = kina::rt::gpu::selectedDevice(where, device);
     if (status != KINA_STATUS_SUCCESS)
       return status;
+    // The primary context (retained for the process, never released) as
+    // this thread last looked it up; the first call per thread and device
+    // asks GpuMemory's table, which checks that the device exists.
     CUcontext context = nullptr;
-    status = kina::rt::gpu::primaryContext(where, device, context);
-    if (status != KINA_STATUS_SUCCESS)
-      return status;
+    if (static_cast<size_t>(device) < thread.contexts.size())
+      context = thread.contexts[device];
+    if (!context) {
+      status = kina::rt::gpu::primaryContext(where, device, context);
+      if (status != KINA_STATUS_SUCCESS)
+        return status;
+      if (thread.contexts.size() <= static_cast<size_t>(device))
+        thread.contexts.resize(device + 1, nullptr);
+      thread.contexts[device] = context;
+    }
     const kina::rt::cuda::Driver *driver = nullptr;
     status = kina::rt::cuda::loadDriver(where, driver);
     if (status != KINA_STATUS_SUCCESS)
@@ -883,6 +918,8 @@ int32_t kina_rt_gpu_enter(void) {
     }
     thread.callDepth = 1;
     thread.callDevice = device;
+    thread.callContext = context;
+    thread.callDriver = driver;
     thread.callerContext = previous;
     thread.switchedContext = switched;
     kina::rt::gpu::setCallDevice(device);
@@ -940,6 +977,12 @@ int32_t kina_rt_gpu_check_argument(const void *allocated, const char *function,
   return kina::rt::guardStatus(where, [&] {
     if (!allocated)
       return KINA_STATUS_SUCCESS; // An empty array: nothing to read.
+    // A live buffer of the runtime's own is managed memory, which every
+    // device can read: the registry knows that without a driver call. Any
+    // other pointer (also one the runtime freed: no longer recorded) is
+    // asked about.
+    if (kina::rt::isLiveManagedBuffer(allocated))
+      return KINA_STATUS_SUCCESS;
     const kina::rt::cuda::Driver *driver = nullptr;
     int32_t status = kina::rt::cuda::loadDriver(where, driver);
     if (status != KINA_STATUS_SUCCESS)
@@ -1028,6 +1071,8 @@ int32_t kina_rt_gpu_exit(void) {
         thread.switchedContext = false;
         thread.callerContext = nullptr;
         thread.callDevice = -1;
+        thread.callContext = nullptr;
+        thread.callDriver = nullptr;
         thread.useCallerStream = false;
         thread.callerStream = nullptr;
         kina::rt::gpu::setCallDevice(-1);

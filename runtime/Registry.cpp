@@ -165,8 +165,8 @@ void *takeCachedBlock(int32_t device, int64_t capacity, int64_t bytes,
       void *pointer = blocks[i];
       blocks[i] = blocks.back();
       blocks.pop_back();
-      if (blocks.empty())
-        r.freeLists.erase(list);
+      // An empty list stays (with its capacity): the block's next
+      // runtime_free pushes it back without allocating.
       hostTouched = info.hostTouched;
       info.cached = false;
       info.hostTouched = false;
@@ -224,7 +224,18 @@ void publishDeferredBlocks() noexcept {
     if (record != r.buffers.end() && record->second.owner == self)
       record->second.owner = 0;
   }
-  r.deferred.erase(it);
+  // Emptied, not erased: the thread's next call defers into the same
+  // vector without allocating (a dead thread's entry is a few bytes, and
+  // its token goes to a later thread).
+  it->second.clear();
+}
+
+bool isLiveManagedBuffer(const void *pointer) noexcept {
+  Registry &r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.buffers.find(const_cast<void *>(pointer));
+  return it != r.buffers.end() && it->second.kind == BufferKind::Managed &&
+         !it->second.cached;
 }
 
 CacheStats cacheStats() noexcept {

@@ -63,6 +63,15 @@ int64_t releaseCachedBlocks() noexcept;
 /// every thread (kina_rt_gpu_exit, after synchronising the call's stream).
 void publishDeferredBlocks() noexcept;
 
+/// Whether `pointer` is the `allocated` pointer of a live (recorded, not
+/// freed or cached) managed buffer of the runtime. Such a buffer is CUDA
+/// managed memory every device can read, so kina_rt_gpu_check_argument
+/// accepts it without asking the driver; a pointer the runtime freed (or
+/// runtime_gpu_free_all released) is no longer recorded, so memory another
+/// allocator hands out at the same address later is asked about again.
+/// Thread-safe; never throws.
+bool isLiveManagedBuffer(const void *pointer) noexcept;
+
 /// Number and total capacity of the cached (free, not yet reused) blocks.
 struct CacheStats {
   int64_t blocks = 0;

@@ -228,7 +228,9 @@ int32_t kina_rt_gpu_enter_stream(int32_t device, uint64_t stream);
  *  (the descriptor's allocated pointer) must be CUDA managed memory
  *  (cudaMallocManaged, runtime_gpu_alloc_unranked), device memory of the
  *  call's device (cudaMalloc, PyTorch's CUDA allocator) or page-locked host
- *  memory (cudaMallocHost), as cuPointerGetAttribute reports it. Returns 0
+ *  memory (cudaMallocHost), as cuPointerGetAttributes reports it (a live
+ *  buffer of the runtime's own is known to be managed from its registry,
+ *  without a driver call; one it freed is asked about again). Returns 0
  *  for those and for NULL (an empty array); 1 (Validation Error) naming
  *  `function` and `argument` (e.g. "kina_forward: argument %x (0x...) is
  *  ordinary host memory, which the GPU cannot read: ...") for memory CUDA
