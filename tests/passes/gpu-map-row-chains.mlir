@@ -234,6 +234,48 @@ func.func @one_lane(%x: memref<?x4xf32>, %w: memref<4x2xf32>, %out: memref<?x2xf
   return
 }
 
+// An op with a reduction loop that reads the row it accumulates into
+// (out[j] += out[j], three times: each step reads the last one's value):
+// a lane would carry the sum in a register and read the stale row, so
+// lane 0 runs it alone, loads and stores in the op's loop order.
+// CHECK-LABEL: func.func @one_lane_reduction(
+// CHECK: gpu.launch {{.*}} workgroup(%[[SX:[^ ]*]] : memref<4x4xf32, {{.*}}>, %[[SO:[^ ]*]] : memref<4x2xf32, {{.*}}>, %[[SS:[^ ]*]] : memref<4xf32, {{.*}}>)
+// CHECK: %[[LANE:.*]] = arith.remui
+// CHECK: arith.mulf
+// CHECK: nvvm.bar.warp.sync
+// CHECK-NEXT: %[[FIRST:.*]] = arith.cmpi eq, %[[LANE]], %c0
+// CHECK-NEXT: scf.if %[[FIRST]]
+// CHECK-NEXT: %[[SLICE:.*]] = memref.subview %[[SO]]
+// CHECK: scf.for %[[J:[^ ]*]] =
+// CHECK-NEXT: scf.for
+// CHECK-NEXT: memref.load %[[SLICE]][%[[J]]]
+// CHECK-NEXT: memref.load %[[SLICE]][%[[J]]]
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: memref.store %{{.*}}, %[[SLICE]][%[[J]]]
+// CHECK: nvvm.bar.warp.sync
+// CHECK: gpu.terminator
+#twice_in = affine_map<(d0, d1, d2) -> (d0, d1)>
+#steps = affine_map<(d0, d1, d2) -> (d2)>
+func.func @one_lane_reduction(%x: memref<?x4xf32>, %w: memref<4x2xf32>, %out: memref<?x2xf32>, %sums: memref<?xf32>, %k: memref<3xf32>) {
+  linalg.generic {indexing_maps = [#lhs, #rhs, #acc], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : memref<?x4xf32>, memref<4x2xf32>) outs(%out : memref<?x2xf32>) {
+  ^bb0(%a: f32, %bb: f32, %o: f32):
+    %p = arith.mulf %a, %bb : f32
+    %q = arith.addf %o, %p : f32
+    linalg.yield %q : f32
+  }
+  linalg.generic {indexing_maps = [#twice_in, #steps, #twice_in], iterator_types = ["parallel", "parallel", "reduction"]} ins(%out, %k : memref<?x2xf32>, memref<3xf32>) outs(%out : memref<?x2xf32>) {
+  ^bb0(%in: f32, %unused: f32, %o: f32):
+    %r = arith.addf %o, %in : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%out : memref<?x2xf32>) outs(%sums : memref<?xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.addf %acc, %in : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
 // One matmul with its fill, bias and relu: left to cuBLASLt.
 // CHECK-LABEL: func.func @one_matmul(
 // CHECK-NOT: gpu.launch

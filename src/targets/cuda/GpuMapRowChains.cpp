@@ -38,7 +38,8 @@
 // lanes' workgroup-memory accesses); a warp's lanes all own the same row,
 // so every lane reaches every barrier. An op whose iterations cannot be
 // spread (an init not indexed by exactly the parallel loops, two inits on
-// one buffer, an input on an init's buffer through another map) runs on
+// one buffer, an input on an init's buffer through another map or in an
+// op with reduction loops) runs on
 // lane 0 alone, cloned onto the warp's slices without P and lowered with
 // linalg's loop lowering. Each output element is thus computed in the
 // order of the op's loops, the order of the cpu target (the matmul
@@ -613,7 +614,10 @@ private:
   /// loops (each output element belongs to one parallel iteration, whose
   /// reduction loops one lane runs in order), the inits are distinct
   /// buffers, and an input that is also an init is read through the same
-  /// map (each iteration reads only its own output element).
+  /// map in an op without reduction loops (each iteration reads only its
+  /// own output element, before writing it; over reduction loops the inits
+  /// are carried in registers, so a read of an init's buffer there would
+  /// miss the iterations before it).
   bool distributable(Member &m) {
     linalg::GenericOp op = m.op;
     SmallVector<unsigned> parallel;
@@ -637,8 +641,10 @@ private:
     }
     for (OpOperand *input : op.getDpsInputOperands())
       for (OpOperand &init : op.getDpsInitsMutable())
-        if (input->get() == init.get() && op.getMatchingIndexingMap(input) !=
-                                              op.getMatchingIndexingMap(&init))
+        if (input->get() == init.get() &&
+            (op.getMatchingIndexingMap(input) !=
+                 op.getMatchingIndexingMap(&init) ||
+             op.getNumReductionLoops() > 0))
           return false;
     return true;
   }
