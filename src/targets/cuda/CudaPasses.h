@@ -98,6 +98,15 @@ llvm::Expected<std::string> findCudaToolkit(llvm::StringRef explicitPath);
 /// back end of the installed LLVM knows.
 llvm::Error checkGpuArch(llvm::StringRef gpuArch);
 
+/// Checks that the ptxas of the CUDA Toolkit at `toolkitRoot` accepts
+/// `gpuArch` as its --gpu-name: reads the allowed values that `ptxas
+/// --help` lists (CUDA 13's ptxas, for one, no longer knows sm_50 to
+/// sm_72, which LLVM's NVPTX back end still does). An error naming the
+/// toolkit and the SMs it supports when it does not; success when it does
+/// or when the list cannot be read (ptxas then reports for itself).
+llvm::Error checkPtxasArch(llvm::StringRef toolkitRoot,
+                           llvm::StringRef gpuArch);
+
 } // namespace kina::cuda
 
 #endif // KINA_TARGETS_CUDA_CUDAPASSES_H

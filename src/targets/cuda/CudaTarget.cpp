@@ -56,11 +56,15 @@
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
 #include "llvm/TargetParser/Triple.h"
 
 extern "C" void LLVMInitializeNVPTXTargetInfo();
@@ -127,6 +131,63 @@ llvm::Error checkGpuArch(llvm::StringRef gpuArch) {
   return llvm::Error::success();
 }
 
+llvm::Error checkPtxasArch(llvm::StringRef toolkitRoot,
+                           llvm::StringRef gpuArch) {
+  llvm::SmallString<256> ptxas(toolkitRoot);
+  llvm::sys::path::append(ptxas, "bin", "ptxas");
+  llvm::SmallString<128> helpFile;
+  if (llvm::sys::fs::createTemporaryFile("kinac-ptxas-help", "txt", helpFile))
+    return llvm::Error::success();
+  llvm::FileRemover remover(helpFile);
+  std::optional<llvm::StringRef> redirects[] = {
+      std::nullopt, llvm::StringRef(helpFile), llvm::StringRef(helpFile)};
+  llvm::StringRef args[] = {ptxas, "--help"};
+  if (llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, redirects,
+                                /*SecondsToWait=*/30) != 0)
+    return llvm::Error::success();
+  auto text = llvm::MemoryBuffer::getFile(helpFile);
+  if (!text)
+    return llvm::Error::success();
+  // The --gpu-name section: "Allowed values for this option:  'compute_75',
+  // ..., 'sm_75','sm_80',..." up to the next option.
+  llvm::StringRef help = (*text)->getBuffer();
+  size_t at = help.find("--gpu-name");
+  if (at == llvm::StringRef::npos)
+    return llvm::Error::success();
+  help = help.drop_front(at);
+  size_t next = help.find("\n--", 1);
+  help = help.take_front(next);
+  at = help.find("Allowed values");
+  if (at == llvm::StringRef::npos)
+    return llvm::Error::success();
+  help = help.drop_front(at);
+  llvm::SmallVector<std::string> sms;
+  bool found = false;
+  while (true) {
+    size_t open = help.find('\'');
+    if (open == llvm::StringRef::npos)
+      break;
+    size_t close = help.find('\'', open + 1);
+    if (close == llvm::StringRef::npos)
+      break;
+    llvm::StringRef value = help.slice(open + 1, close);
+    help = help.drop_front(close + 1);
+    if (value == gpuArch)
+      found = true;
+    if (value.starts_with("sm_") && !llvm::is_contained(sms, value))
+      sms.push_back(value.str());
+  }
+  if (found || sms.empty())
+    return llvm::Error::success();
+  return llvm::createStringError(
+      "--gpu-arch '" + gpuArch.str() +
+      "' is not supported by the ptxas of "
+      "the CUDA Toolkit at '" +
+      toolkitRoot.str() + "', which compiles for " + llvm::join(sms, ", ") +
+      "; pick one of those, or pass --cuda-path=<a toolkit that supports "
+      "it>");
+}
+
 } // namespace kina::cuda
 
 namespace kina {
@@ -152,7 +213,10 @@ public:
   llvm::Error checkAvailable(const TargetOptions &options) const override {
     if (llvm::Error err = cuda::checkGpuArch(options.gpuArch))
       return err;
-    return cuda::findCudaToolkit(options.cudaPath).takeError();
+    llvm::Expected<std::string> root = cuda::findCudaToolkit(options.cudaPath);
+    if (!root)
+      return root.takeError();
+    return cuda::checkPtxasArch(*root, options.gpuArch);
   }
   llvm::SmallVector<std::string>
   stageNames(const TargetOptions &options) const override {
