@@ -225,9 +225,8 @@ def check_cuda(kinac, work, mlp):
     ours = sorted((k['registers'], k['shared_bytes']) for k in kernels)
     embedded = sorted(cubin_usage(obj))
     # One kernel: kina-gpu-map-row-chains runs the whole forward (two
-    # matmuls by small weights, bias, relu, softmax) one thread per row,
-    # the rows in private arrays that stay in registers (no stack: no
-    # local memory).
+    # matmuls by small weights, bias, relu, softmax) one warp per row, the
+    # rows in workgroup memory (no stack: no local memory).
     check(len(ours) == 1 and ours == embedded,
           'cuda registers/shared: --stats %s, embedded cubins %s' % (
               ours, embedded))

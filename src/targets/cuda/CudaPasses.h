@@ -30,7 +30,7 @@ namespace kina::cuda {
 //  - `kina-gpu-map-row-chains` (GpuMapRowChains.cpp,
 //    createGpuMapRowChainsPass()): a run of ops over small static rows
 //    with at least one small matmul (an MLP's forward) to one
-//    thread-per-row kernel, the rows in private arrays;
+//    warp-per-row kernel, the rows in workgroup memory;
 //  - `kina-gpu-map-matmul` (GpuMapMatmul.cpp, createGpuMapMatmulPass(),
 //    options `allow-tf32` and `cublaslt`): float contraction generics to a
 //    call of the runtime's cuBLASLt route with a kernel as fallback, the

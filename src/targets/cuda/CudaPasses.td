@@ -20,7 +20,7 @@ include "mlir/Pass/PassBase.td"
 
 def GpuMapRowChainsPass : Pass<"kina-gpu-map-row-chains", "mlir::ModuleOp"> {
   let summary = "Map a run of ops over small static rows with small matmuls "
-                "(an MLP's forward) to one thread-per-row kernel";
+                "(an MLP's forward) to one warp-per-row kernel";
   let description = [{
     Finds runs of bufferized `linalg.generic`s that share one leading
     parallel loop P (dynamic allowed) and whose other loops are static and
@@ -31,15 +31,17 @@ def GpuMapRowChainsPass : Pass<"kina-gpu-map-row-chains", "mlir::ModuleOp"> {
     into [P] buffers, ops over P only; consecutive along the path of
     execution (allocation checks and deallocations may stand between),
     each sharing a row-indexed buffer with the run so far. A run of two or
-    more ops with at least one contraction becomes one `gpu.launch` of 32
-    threads per block, one thread per row (grid-stride): the rows the run
-    reads are copied into private arrays (memref.alloca of the row's
-    static shape), the ops run on those arrays, cloned without the loop P,
-    lowered with linalg's loop lowering and fully unrolled (so LLVM keeps
-    the arrays in registers), and the rows used after the run are copied
-    out; row buffers only the run used are no longer allocated. Row
-    buffers of at most 256 elements a row, parameters of at most 4096
-    elements, at most 4096 unrolled iterations an op and 16384 a run.
+    more ops with at least one contraction and another reduction becomes
+    one `gpu.launch` of 128 threads per block, one warp per row
+    (grid-stride, 4 rows a block): each row buffer is a [4, row] workgroup
+    buffer, a warp's row its slice; the lanes copy the rows the run reads
+    into the slices, each op runs with its parallel iterations other than
+    P spread over the lanes and its reduction loops in order inside a lane
+    (the op's own numerics), a warp barrier (nvvm.bar.warp.sync) after each
+    step, and the lanes copy out the rows used after the run; row buffers
+    only the run used are no longer allocated. Row buffers of at most 256
+    elements a row, parameters of at most 4096 elements, at most 4096
+    iterations an op and 16384 a run, at most 48 KiB of workgroup memory.
     Runs first of the mappers, after `linalg-generalize-named-ops`. The
     kernel's location is a FusedLoc of the ops' locations with metadata
     ["kina-gpu-map-row-chains", N]. Cannot fail.
@@ -48,6 +50,7 @@ def GpuMapRowChainsPass : Pass<"kina-gpu-map-row-chains", "mlir::ModuleOp"> {
                            "mlir::arith::ArithDialect",
                            "mlir::gpu::GPUDialect",
                            "mlir::memref::MemRefDialect",
+                           "mlir::NVVM::NVVMDialect",
                            "mlir::scf::SCFDialect"];
 }
 

@@ -268,7 +268,7 @@ void CudaTarget::buildStage(OpPassManager &pm, const TargetOptions &options,
     pm.addPass(createTensorDescEntryPointsPass(tensorDesc));
     pm.addPass(createLinalgGeneralizeNamedOpsPass());
     // Runs over small static rows with small matmuls (an MLP) first: one
-    // thread-per-row kernel for the whole run.
+    // warp-per-row kernel for the whole run.
     pm.addPass(cuda::createGpuMapRowChainsPass());
     cuda::GpuMapMatmulPassOptions matmul;
     matmul.allowTf32 = options.allowTf32;

@@ -8,29 +8,45 @@
 // right-hand side, bias and relu, fill, matmul, bias, the softmax's six
 // steps. The other mappers give each its own kernel or cuBLASLt call (ten
 // launches for the digits MLP, each ~2 us of GPU time and ~5 us of call
-// time); here the whole run becomes ONE kernel, one thread per row (cf.
+// time); here the whole run becomes ONE kernel, one WARP per row (cf.
 // tiny-cuda-nn's fully fused MLPs):
 //
-//   gpu.launch blocks(min(ceil(NP / 32), 65535)) threads(32)
-//     private arrays, one per row buffer of the run (memref.alloca of the
-//     buffer's static row shape, in the kernel's entry block)
-//     scf.for row = bid * 32 + tid to NP step gridDim * 32
-//       copy in: each row buffer the run reads before writing it all
-//         (its row of memory -> its private array)
-//       the run's ops, in order, each cloned onto the private arrays (the
-//         loop P dropped from its indexing maps, `linalg.index 0` the row)
-//         and the parameters (matmul weights, biases: read from memory)
-//       copy out: each row buffer the run writes that is used after it
+//   gpu.launch blocks(min(ceil(NP / 4), 65535)) threads(128)
+//       workgroup(one [4, row shape] buffer per row buffer of the run)
+//     warp = tid / 32, lane = tid % 32 (warp w's slice: row w of each)
+//     scf.for row = bid * 4 + warp to NP step gridDim * 4 (warp-uniform)
+//       copy in: each row buffer the run reads before writing it all,
+//         lane l moving elements l, l + 32, ... (coalesced) of its row of
+//         memory into the warp's slice; warp barrier
+//       the run's ops, in order, each followed by a warp barrier: an op's
+//         parallel iterations other than P (flattened) are spread over
+//         the lanes (lane l takes l, l + 32, ...); for each, the lane
+//         loads the inits from the slices, runs the op's reduction loops
+//         serially in their order (nested, the inits carried; unrolled up
+//         to kMaxUnrolledReduction iterations), the region cloned with
+//         `linalg.index 0` the row, row-indexed operands read from the
+//         slices and parameters (matmul weights, biases) from memory, and
+//         stores the inits. A matmul's lane j computes output column j
+//         over k in order, reading the row from the slice (a broadcast)
+//         and w[k, j] from memory (coalesced over the lanes); a row
+//         reduction (softmax's max and sum) has one parallel iteration:
+//         lane 0 runs it;
+//       copy out: each row buffer the run writes that is used after it,
+//         cooperatively; warp barrier (the next row overwrites the slices)
 //
-// The cloned ops and copies are lowered with linalg's loop lowering
-// (linalgOpToLoops) and every loop is unrolled fully (scf's
-// loopUnrollFull): all private accesses have constant indices, so LLVM's
-// SROA keeps the arrays in registers (ptxas -v reports no local memory for
-// the digits MLP). Each output element is computed in the order of the
-// op's loops, the order of the cpu target (the matmul accumulates over k
-// in order from its init, strict f32). Row buffers used only inside the
-// run are no longer allocated (their null checks pass, their
-// deallocations go).
+// The warp barrier is `nvvm.bar.warp.sync -1` (__syncwarp: it orders the
+// lanes' workgroup-memory accesses); a warp's lanes all own the same row,
+// so every lane reaches every barrier. An op whose iterations cannot be
+// spread (an init not indexed by exactly the parallel loops, two inits on
+// one buffer, an input on an init's buffer through another map or in an
+// op with reduction loops) runs on
+// lane 0 alone, cloned onto the warp's slices without P and lowered with
+// linalg's loop lowering. Each output element is thus computed in the
+// order of the op's loops, the order of the cpu target (the matmul
+// accumulates over k in order from its init, strict f32; no
+// reassociation, no shuffle trees). Row buffers used only inside the run
+// are no longer allocated (their null checks pass, their deallocations
+// go).
 //
 // A run is grouped only when this is sound and fits:
 //  - each op is a `linalg.generic` on memrefs whose first loop is parallel
@@ -59,13 +75,14 @@
 //    (on the H200, 2026-12-04, x[1797, 64] @ w[64, 32] took 25.4 us a call
 //    as this kernel against 21.0 with cuBLASLt, 25.5 against 24.2 with
 //    bias and relu, while the digits forward went from 67.7 to 25.5 us:
-//    the thread per row pays for the serial work of its row); and the
-//    private arrays and unrolled iterations of the run fit
-//    (kMaxPrivateElements, kMaxRunIterations).
-// Since one thread owns a whole row of every row-indexed buffer, a row
-// buffer read back through any map reads that thread's own values (the
-// soundness problem of c710e9f, a buffer read in a kernel before the
-// kernel stores it, cannot arise: reads go to the private copy). Anything
+//    the thread per row then paid for the serial work of its row); and the
+//    workgroup buffers and iterations of the run fit (kMaxSharedBytes,
+//    kMaxRunIterations).
+// Since one warp owns a whole row of every row-indexed buffer, a row
+// buffer read back through any map reads that warp's own values, stored
+// before the last barrier (the soundness problem of c710e9f, a buffer
+// read in a kernel before the kernel stores it, cannot arise: reads go to
+// the warp's slice). Anything
 // else is left to kina-gpu-map-matmul, kina-gpu-map-rows and the others,
 // which run after this pass. Cannot fail.
 //
@@ -77,6 +94,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -99,19 +117,25 @@ namespace kina::cuda {
 
 namespace {
 
-/// Threads per block. One warp per block spreads a small batch over the
-/// most multiprocessors (the digits MLP's 1797 rows: 57 blocks).
-constexpr int64_t kThreads = 32;
-/// Elements of one row of a row-indexed buffer (registers per thread).
+/// Lanes of a warp: one warp a row.
+constexpr int64_t kWarp = 32;
+/// Warps (rows at a time) per block: blocks of 128 threads.
+constexpr int64_t kWarpsPerBlock = 4;
+/// Elements of one row of a row-indexed buffer.
 constexpr int64_t kMaxRowElements = 256;
 /// Elements of a parameter (the matmul's K x M right-hand side).
 constexpr int64_t kMaxParamElements = 4096;
-/// Iterations of one op's loops other than P, and of the whole run (each
-/// is unrolled: code size).
+/// Iterations of one op's loops other than P, and of the whole run (the
+/// work of one row: a warp's).
 constexpr int64_t kMaxOpIterations = 4096;
 constexpr int64_t kMaxRunIterations = 16384;
-/// Private elements per thread over all row buffers of the run.
-constexpr int64_t kMaxPrivateElements = 1024;
+/// Bytes of workgroup memory per block over all row buffers of the run
+/// (kWarpsPerBlock rows of each); 48 KiB is the static limit.
+constexpr int64_t kMaxSharedBytes = 48 * 1024;
+/// Rounds of 32 iterations emitted one after the other rather than looped.
+constexpr int64_t kMaxUnrolledChunks = 8;
+/// Iterations of a reduction nest (per output element) unrolled fully.
+constexpr int64_t kMaxUnrolledReduction = 128;
 
 /// A memref the run may access: a function argument, an allocation or a
 /// constant global; identity layout, byte-sized int or float elements.
@@ -316,7 +340,7 @@ struct RowBuffer {
   bool copyIn = false;  // read by the run before it writes all of it
   bool copyOut = false; // written by the run and used after it
   bool written = false;
-  Value privateArray; // in the kernel
+  Value shared; // in the kernel: its [kWarpsPerBlock, row] workgroup buffer
 };
 
 /// Builds the kernel of a run before its last member, then removes the
@@ -325,7 +349,7 @@ class RowChainBuilder {
 public:
   explicit RowChainBuilder(Run &run) : run(run) {}
 
-  /// False when the run's private arrays do not fit or nothing it
+  /// False when the run's workgroup buffers do not fit or nothing it
   /// computes is used after it (nothing emitted).
   bool plan() {
     llvm::DenseMap<Value, unsigned> index;
@@ -351,14 +375,14 @@ public:
           buffers[it->second].written = true;
       }
     }
-    int64_t privateElements = 0;
+    int64_t sharedBytes = 0;
     bool anyOut = false;
     for (RowBuffer &rb : buffers) {
       rb.copyOut = rb.written && usedOutside(rb.memref);
       anyOut |= rb.copyOut;
-      privateElements += elementsOf(rowShape(rb.memref));
+      sharedBytes += kWarpsPerBlock * rowBytes(rb.memref);
     }
-    return anyOut && privateElements <= kMaxPrivateElements;
+    return anyOut && sharedBytes <= kMaxSharedBytes;
   }
 
   void emit() {
@@ -385,35 +409,61 @@ public:
     auto guard = scf::IfOp::create(b, loc, nonEmpty, /*withElse=*/false);
     b.setInsertionPointToStart(&guard.getThenRegion().front());
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    Value grid = gridSize(b, loc, np, kThreads, kMaxGridX);
-    gpu::LaunchOp launch = createLaunch(b, loc, grid, one, one, kThreads, 1, 1);
-    // Private arrays in the kernel's entry block (LLVM promotes only
-    // static allocas there to registers).
-    for (RowBuffer &rb : buffers) {
-      auto type = cast<MemRefType>(rb.memref.getType());
-      rb.privateArray = memref::AllocaOp::create(
-          b, loc, MemRefType::get(rowShape(rb.memref), type.getElementType()));
-    }
-    Value threads = arith::ConstantIndexOp::create(b, loc, kThreads);
+    Value grid = gridSize(b, loc, np, kWarpsPerBlock, kMaxGridX);
+    // One workgroup buffer per row buffer: a [kWarpsPerBlock, row shape]
+    // array, each warp's row its slice.
+    auto workgroup = gpu::AddressSpaceAttr::get(
+        b.getContext(), gpu::GPUDialect::getWorkgroupAddressSpace());
+    SmallVector<Type> sharedTypes;
+    for (RowBuffer &rb : buffers)
+      sharedTypes.push_back(MemRefType::get(
+          sharedShape(rb.memref),
+          cast<MemRefType>(rb.memref.getType()).getElementType(), AffineMap(),
+          workgroup));
+    gpu::LaunchOp launch = createLaunch(
+        b, loc, grid, one, one, kWarpsPerBlock * kWarp, 1, 1, sharedTypes);
+    for (auto [rb, shared] :
+         llvm::zip(buffers, launch.getWorkgroupAttributions()))
+      rb.shared = shared;
+    Value warpSize = arith::ConstantIndexOp::create(b, loc, kWarp);
+    Value tid = launch.getThreadIds().x;
+    warp = arith::DivUIOp::create(b, loc, tid, warpSize);
+    lane = arith::RemUIOp::create(b, loc, tid, warpSize);
+    Value warps = arith::ConstantIndexOp::create(b, loc, kWarpsPerBlock);
     Value first = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, launch.getBlockIds().x, threads),
-        launch.getThreadIds().x);
-    Value step = arith::MulIOp::create(b, loc, launch.getGridSize().x, threads);
+        b, loc, arith::MulIOp::create(b, loc, launch.getBlockIds().x, warps),
+        warp);
+    Value step = arith::MulIOp::create(b, loc, launch.getGridSize().x, warps);
+    // The loop is uniform over a warp (all its lanes own the same row), so
+    // every lane reaches each warp barrier.
     auto rows = scf::ForOp::create(b, loc, first, np, step);
     b.setInsertionPointToStart(rows.getBody());
     Value row = rows.getInductionVar();
-    SmallVector<linalg::GenericOp> toLower;
+    bool copied = false;
     for (RowBuffer &rb : buffers)
-      if (rb.copyIn)
-        toLower.push_back(
-            copyRow(b, rowView(b, rb.memref, row), rb.privateArray));
-    for (Member &m : run.members)
-      toLower.push_back(cloneOnRow(b, m, row));
+      if (rb.copyIn) {
+        copyRow(b, rb, row, /*in=*/true);
+        copied = true;
+      }
+    if (copied)
+      warpBarrier(b);
+    for (Member &m : run.members) {
+      if (distributable(m))
+        emitDistributed(b, m, row);
+      else
+        emitOnOneLane(b, m, row);
+      warpBarrier(b);
+    }
     for (RowBuffer &rb : buffers)
       if (rb.copyOut)
-        toLower.push_back(
-            copyRow(b, rb.privateArray, rowView(b, rb.memref, row)));
-    lowerAndUnroll(toLower, rows);
+        copyRow(b, rb, row, /*in=*/false);
+    // The next row's copy in overwrites the slices this row's copy out
+    // reads.
+    warpBarrier(b);
+    // Fold the unrolled index arithmetic (constants): no patterns, only
+    // folding and dead-op removal, so the module stays small for the later
+    // passes.
+    (void)applyPatternsGreedily(rows.getRegion(), FrozenRewritePatternSet());
     cleanUp(guard);
   }
 
@@ -421,10 +471,24 @@ private:
   Run &run;
   SmallVector<RowBuffer> buffers;
   Location loc = UnknownLoc();
+  Value warp, lane; // in the kernel: tid / 32, tid % 32
 
   static SmallVector<int64_t> rowShape(Value memref) {
     return llvm::to_vector(
         cast<MemRefType>(memref.getType()).getShape().drop_front());
+  }
+
+  /// The shape of the workgroup buffer of `memref`'s rows: one row a warp.
+  static SmallVector<int64_t> sharedShape(Value memref) {
+    SmallVector<int64_t> shape{kWarpsPerBlock};
+    llvm::append_range(shape, rowShape(memref));
+    return shape;
+  }
+
+  /// Bytes of one row of `memref` (static row shape).
+  static int64_t rowBytes(Value memref) {
+    auto type = cast<MemRefType>(memref.getType());
+    return elementsOf(rowShape(memref)) * type.getElementTypeBitWidth() / 8;
   }
 
   /// `map` without the loop P: its row index (d0) dropped when it is the
@@ -464,40 +528,229 @@ private:
     return !rb.copyIn && !rb.copyOut && !usedOutside(rb.memref);
   }
 
-  /// The row `row` of `memref`: a subview without the leading dim.
-  Value rowView(OpBuilder &b, Value memref, Value row) {
-    auto type = cast<MemRefType>(memref.getType());
-    SmallVector<int64_t> shape = rowShape(memref);
-    SmallVector<OpFoldResult> offsets{row}, sizes{b.getIndexAttr(1)},
-        strides(type.getRank(), b.getIndexAttr(1));
-    for (int64_t s : shape) {
-      offsets.push_back(b.getIndexAttr(0));
-      sizes.push_back(b.getIndexAttr(s));
-    }
-    auto viewType = memref::SubViewOp::inferRankReducedResultType(
-        shape, type, offsets, sizes, strides);
-    return memref::SubViewOp::create(b, loc, viewType, memref, offsets, sizes,
-                                     strides);
+  /// The row buffer of `memref` (one of the run's).
+  RowBuffer &bufferOf(Value memref) {
+    return *llvm::find_if(buffers,
+                          [&](RowBuffer &rb) { return rb.memref == memref; });
   }
 
-  /// An identity generic copying `from` into `to` (same shape).
-  linalg::GenericOp copyRow(OpBuilder &b, Value from, Value to) {
-    unsigned rank = cast<MemRefType>(to.getType()).getRank();
-    AffineMap id = b.getMultiDimIdentityMap(rank);
-    SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
-    return linalg::GenericOp::create(
-        b, loc, ValueRange{from}, ValueRange{to}, ArrayRef<AffineMap>{id, id},
-        iters, [](OpBuilder &nb, Location l, ValueRange args) {
-          linalg::YieldOp::create(nb, l, args[0]);
+  /// `nvvm.bar.warp.sync -1`: the warp's lanes wait for each other, and
+  /// what each stored to its warp's slices before it is visible to the
+  /// others after it (CUDA's __syncwarp()).
+  void warpBarrier(OpBuilder &b) {
+    Value all = arith::ConstantIntOp::create(b, loc, b.getI32Type(), -1);
+    NVVM::SyncWarpOp::create(b, loc, all);
+  }
+
+  /// Calls `body(it)` for the iterations it < `count` of the lane: lane l
+  /// takes l, l + 32, ... (a guard where `count` is no multiple of 32).
+  /// Up to kMaxUnrolledChunks rounds are emitted one after the other (no
+  /// loop), more as an scf.for over the rounds.
+  void forLaneIterations(OpBuilder &b, int64_t count,
+                         llvm::function_ref<void(OpBuilder &, Value)> body) {
+    int64_t rounds = (count + kWarp - 1) / kWarp;
+    auto emitRound = [&](OpBuilder &rb, Value it) {
+      if (count % kWarp == 0) {
+        body(rb, it);
+        return;
+      }
+      Value bound = arith::ConstantIndexOp::create(rb, loc, count);
+      Value in =
+          arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::ult, it, bound);
+      auto ifOp = scf::IfOp::create(rb, loc, in, /*withElse=*/false);
+      OpBuilder::InsertionGuard g(rb);
+      rb.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      body(rb, it);
+    };
+    if (rounds <= kMaxUnrolledChunks) {
+      for (int64_t r = 0; r < rounds; ++r) {
+        Value it = lane;
+        if (r > 0)
+          it = arith::AddIOp::create(
+              b, loc, lane, arith::ConstantIndexOp::create(b, loc, r * kWarp));
+        emitRound(b, it);
+      }
+      return;
+    }
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value end = arith::ConstantIndexOp::create(b, loc, rounds * kWarp);
+    Value step = arith::ConstantIndexOp::create(b, loc, kWarp);
+    auto loop = scf::ForOp::create(b, loc, zero, end, step);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(loop.getBody());
+    emitRound(b, arith::AddIOp::create(b, loc, loop.getInductionVar(), lane));
+  }
+
+  /// The multi-index of the row-major linear `it` over static `shape`.
+  SmallVector<Value> indexIn(OpBuilder &b, Value it, ArrayRef<int64_t> shape) {
+    SmallVector<Value> sizes;
+    for (int64_t s : shape)
+      sizes.push_back(arith::ConstantIndexOp::create(b, loc, s));
+    return delinearize(b, loc, it, sizes);
+  }
+
+  /// Copies the row `row` of `rb`'s memref into the warp's slice (`in`) or
+  /// the slice out to the row: lane l moves elements l, l + 32, ... (in
+  /// row-major order, so a warp's accesses to memory are contiguous).
+  void copyRow(OpBuilder &b, RowBuffer &rb, Value row, bool in) {
+    SmallVector<int64_t> shape = rowShape(rb.memref);
+    forLaneIterations(b, elementsOf(shape), [&](OpBuilder &nb, Value it) {
+      SmallVector<Value> idx = indexIn(nb, it, shape);
+      SmallVector<Value> memIdx{row}, sharedIdx{warp};
+      llvm::append_range(memIdx, idx);
+      llvm::append_range(sharedIdx, idx);
+      if (in) {
+        Value v = memref::LoadOp::create(nb, loc, rb.memref, memIdx);
+        memref::StoreOp::create(nb, loc, v, rb.shared, sharedIdx);
+      } else {
+        Value v = memref::LoadOp::create(nb, loc, rb.shared, sharedIdx);
+        memref::StoreOp::create(nb, loc, v, rb.memref, memIdx);
+      }
+    });
+  }
+
+  /// True when `m`'s iterations may be spread over the lanes by its
+  /// parallel loops other than P: each init is indexed by exactly those
+  /// loops (each output element belongs to one parallel iteration, whose
+  /// reduction loops one lane runs in order), the inits are distinct
+  /// buffers, and an input that is also an init is read through the same
+  /// map in an op without reduction loops (each iteration reads only its
+  /// own output element, before writing it; over reduction loops the inits
+  /// are carried in registers, so a read of an init's buffer there would
+  /// miss the iterations before it).
+  bool distributable(Member &m) {
+    linalg::GenericOp op = m.op;
+    SmallVector<unsigned> parallel;
+    op.getParallelDims(parallel);
+    llvm::SmallDenseSet<unsigned> parallelSet(parallel.begin(), parallel.end());
+    parallelSet.erase(0);
+    llvm::SmallDenseSet<Value> inits;
+    for (OpOperand &init : op.getDpsInitsMutable()) {
+      if (!inits.insert(init.get()).second)
+        return false;
+      AffineMap map = op.getMatchingIndexingMap(&init);
+      llvm::SmallDenseSet<unsigned> seen;
+      for (AffineExpr e : map.getResults().drop_front()) {
+        auto dim = dyn_cast<AffineDimExpr>(e);
+        if (!dim || !parallelSet.contains(dim.getPosition()) ||
+            !seen.insert(dim.getPosition()).second)
+          return false;
+      }
+      if (seen.size() != parallelSet.size())
+        return false;
+    }
+    for (OpOperand *input : op.getDpsInputOperands())
+      for (OpOperand &init : op.getDpsInitsMutable())
+        if (input->get() == init.get() &&
+            (op.getMatchingIndexingMap(input) !=
+                 op.getMatchingIndexingMap(&init) ||
+             op.getNumReductionLoops() > 0))
+          return false;
+    return true;
+  }
+
+  /// The value of `m`'s operand `operand` at the iteration point `ivs`
+  /// (ivs[0] the row): a row-indexed operand from the warp's slice, a
+  /// parameter from memory, a scalar itself.
+  Value loadAt(OpBuilder &b, Member &m, OpOperand &operand, ValueRange ivs) {
+    if (!isa<MemRefType>(operand.get().getType()))
+      return operand.get();
+    SmallVector<Value> idx =
+        applyMap(b, loc, m.op.getMatchingIndexingMap(&operand), ivs);
+    if (!m.rowIndexed[operand.getOperandNumber()])
+      return memref::LoadOp::create(b, loc, operand.get(), idx);
+    idx[0] = warp;
+    return memref::LoadOp::create(b, loc, bufferOf(operand.get()).shared, idx);
+  }
+
+  /// `m` on the warp's row, its parallel loops other than P spread over the
+  /// lanes (flattened row-major; lane l takes l, l + 32, ...); for each of
+  /// its parallel iterations the lane loads the inits, runs the reduction
+  /// loops in order (nested in loop order, the inits carried), and stores
+  /// the inits: each output element is computed as the op's loop nest
+  /// computes it. Reduction nests of at most kMaxUnrolledReduction
+  /// iterations are unrolled (the loads of a matmul's weights issue ahead
+  /// of its chain of adds).
+  void emitDistributed(OpBuilder &b, Member &m, Value row) {
+    linalg::GenericOp op = m.op;
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
+    SmallVector<unsigned> parallel, reduction;
+    SmallVector<int64_t> parallelShape;
+    int64_t reductionTrips = 1;
+    for (unsigned d = 1; d < ranges.size(); ++d) {
+      if (iters[d] == utils::IteratorType::parallel) {
+        parallel.push_back(d);
+        parallelShape.push_back(ranges[d]);
+      } else {
+        reduction.push_back(d);
+        reductionTrips *= ranges[d];
+      }
+    }
+    forLaneIterations(
+        b, elementsOf(parallelShape), [&](OpBuilder &nb, Value it) {
+          Value zero = arith::ConstantIndexOp::create(nb, loc, 0);
+          SmallVector<Value> ivs(ranges.size(), zero);
+          ivs[0] = row;
+          for (auto [d, v] :
+               llvm::zip(parallel, indexIn(nb, it, parallelShape)))
+            ivs[d] = v;
+          SmallVector<Value> accs;
+          for (OpOperand &init : op.getDpsInitsMutable())
+            accs.push_back(loadAt(nb, m, init, ivs));
+          SmallVector<scf::ForOp> nest;
+          for (unsigned d : reduction) {
+            Value lb = arith::ConstantIndexOp::create(nb, loc, 0);
+            Value ub = arith::ConstantIndexOp::create(nb, loc, ranges[d]);
+            Value st = arith::ConstantIndexOp::create(nb, loc, 1);
+            auto loop = scf::ForOp::create(nb, loc, lb, ub, st, accs);
+            nb.setInsertionPointToStart(loop.getBody());
+            ivs[d] = loop.getInductionVar();
+            accs = SmallVector<Value>(loop.getRegionIterArgs());
+            nest.push_back(loop);
+          }
+          SmallVector<Value> args;
+          for (OpOperand *input : op.getDpsInputOperands())
+            args.push_back(loadAt(nb, m, *input, ivs));
+          llvm::append_range(args, accs);
+          SmallVector<Value> results = cloneRegion(nb, op, args, ivs);
+          for (auto [i, loop] : llvm::enumerate(llvm::reverse(nest))) {
+            scf::YieldOp::create(nb, loc, results);
+            nb.setInsertionPointAfter(loop);
+            results = SmallVector<Value>(loop.getResults());
+          }
+          for (auto [init, value] :
+               llvm::zip(op.getDpsInitsMutable(), results)) {
+            SmallVector<Value> idx =
+                applyMap(nb, loc, op.getMatchingIndexingMap(&init), ivs);
+            idx[0] = warp;
+            memref::StoreOp::create(nb, loc, value, bufferOf(init.get()).shared,
+                                    idx);
+          }
+          if (!nest.empty() && reductionTrips <= kMaxUnrolledReduction) {
+            // Innermost first, so each outer body is straight-line.
+            for (scf::ForOp loop : llvm::reverse(nest)) {
+              LogicalResult unrolled = loopUnrollFull(loop);
+              assert(succeeded(unrolled) && "static trip counts unroll");
+              (void)unrolled;
+            }
+          }
         });
   }
 
-  /// `m`'s op on one row: its row-indexed operands replaced by their
-  /// private arrays, the loop P dropped, `linalg.index 0` the row.
-  linalg::GenericOp cloneOnRow(OpBuilder &b, Member &m, Value row) {
+  /// `m` on the warp's row by lane 0 alone (an op whose iterations may not
+  /// be spread): cloned onto the warp's slices without the loop P and
+  /// lowered with linalg's loop lowering, the op's own loop order.
+  void emitOnOneLane(OpBuilder &b, Member &m, Value row) {
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value first =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, zero);
+    auto ifOp = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
     IRMapping mapping;
     for (RowBuffer &rb : buffers)
-      mapping.map(rb.memref, rb.privateArray);
+      mapping.map(rb.memref, warpSlice(b, rb));
     auto clone = cast<linalg::GenericOp>(b.clone(*m.op, mapping));
     SmallVector<AffineMap> maps;
     for (AffineMap map : m.op.getIndexingMapsArray())
@@ -516,32 +769,29 @@ private:
         index.setDim(index.getDim() - 1);
       }
     });
-    return clone;
+    IRRewriter rewriter(b.getContext());
+    rewriter.setInsertionPoint(clone);
+    FailureOr<linalg::LinalgLoops> loops =
+        linalg::linalgOpToLoops(rewriter, clone);
+    assert(succeeded(loops) && "static loops on memrefs lower");
+    (void)loops;
+    rewriter.eraseOp(clone);
   }
 
-  /// Lowers `ops` to scf.for nests and unrolls every loop inside `rows`.
-  void lowerAndUnroll(ArrayRef<linalg::GenericOp> ops, scf::ForOp rows) {
-    IRRewriter rewriter(rows.getContext());
-    for (linalg::GenericOp op : ops) {
-      rewriter.setInsertionPoint(op);
-      FailureOr<linalg::LinalgLoops> loops =
-          linalg::linalgOpToLoops(rewriter, op);
-      assert(succeeded(loops) && "static loops on memrefs lower");
-      (void)loops;
-      rewriter.eraseOp(op);
+  /// The warp's slice of `rb`'s workgroup buffer (a rank-reduced subview).
+  Value warpSlice(OpBuilder &b, RowBuffer &rb) {
+    auto type = cast<MemRefType>(rb.shared.getType());
+    SmallVector<int64_t> shape = rowShape(rb.memref);
+    SmallVector<OpFoldResult> offsets{warp}, sizes{b.getIndexAttr(1)},
+        strides(type.getRank(), b.getIndexAttr(1));
+    for (int64_t s : shape) {
+      offsets.push_back(b.getIndexAttr(0));
+      sizes.push_back(b.getIndexAttr(s));
     }
-    SmallVector<scf::ForOp> inner;
-    rows.getBody()->walk([&](scf::ForOp loop) { inner.push_back(loop); });
-    // Post-order: innermost first, so each outer body is straight-line.
-    for (scf::ForOp loop : inner) {
-      LogicalResult unrolled = loopUnrollFull(loop);
-      assert(succeeded(unrolled) && "static trip counts unroll");
-      (void)unrolled;
-    }
-    // Fold the unrolled index arithmetic (affine.apply of constants): no
-    // patterns, only folding and dead-op removal, so the module stays a
-    // third of the size for the later passes.
-    (void)applyPatternsGreedily(rows.getRegion(), FrozenRewritePatternSet());
+    auto viewType = memref::SubViewOp::inferRankReducedResultType(
+        shape, type, offsets, sizes, strides);
+    return memref::SubViewOp::create(b, loc, cast<MemRefType>(viewType),
+                                     rb.shared, offsets, sizes, strides);
   }
 
   /// Removes the members, moves the deallocations after the kernel and
