@@ -152,10 +152,13 @@ std::optional<KernelMatmul> matchKernelMatmul(mlir::Operation *op);
 
 /// kina-matmul-kernel with each matmul's schedule from `tuning` (by its
 /// tuningKey(op, "matmul"); kina/Tuning.h, space "cpu.matmul"), the
-/// defaults for a matmul it lacks or when it is null. The pass shares
-/// ownership.
+/// defaults for a matmul it lacks or when it is null; `vectorBits` (128,
+/// 256 or 512: the processor's vector width) is the width, and sets the
+/// register tile, of a schedule whose `vbits` or `mr` is 0 (the defaults).
+/// The pass shares ownership of `tuning`.
 std::unique_ptr<mlir::Pass>
-createMatmulKernelPass(std::shared_ptr<const TuningParameters> tuning);
+createMatmulKernelPass(unsigned vectorBits,
+                       std::shared_ptr<const TuningParameters> tuning);
 
 /// kina-tile-and-vectorize with `options` and each op's schedule from
 /// `tuning` (by its tuningKey; kina/Tuning.h, space "cpu.vectorize"): its

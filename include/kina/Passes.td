@@ -148,7 +148,8 @@ def MatmulKernelPass : Pass<"kina-matmul-kernel", "mlir::ModuleOp"> {
     Rewrites each `linalg.matmul` over row-major f32 or f64 memrefs into the
     register-tiled micro-kernel of BLIS/OpenBLAS with the vector dialect:
     panels of two vectors, then one vector, then one masked vector for the
-    columns left; rows in tiles of 4, then one at a time. Runs on the
+    columns left; rows in tiles of 8 (512-bit vectors) or 4, then one at a
+    time. Runs on the
     bufferized module before `convert-linalg-to-loops`, at -O1 and above.
     These are the defaults of the schedule space "cpu.matmul"
     (kina/Tuning.h); kinac passes tuned schedules per matmul

@@ -54,6 +54,12 @@ struct TargetOptions {
   /// and kina-math-approximation (its `fma` is an instruction there; in the
   /// baseline x86-64 version, a libm call).
   bool multiversioned = false;
+  /// cpu: the vector width in bits the pipeline generates for (128, 256 or
+  /// 512); 0: the processor's (processorVectorBits of `mcpu`), or 256 when
+  /// `multiversioned`. The driver sets 512 for the x86-64-v4 version of a
+  /// multiversioned object, whose functions it builds with a pipeline of
+  /// their own (src/driver/Multiversion.cpp).
+  unsigned vectorBits = 0;
   /// cuda: `--gpu-arch`, the SM architecture.
   std::string gpuArch = "sm_90";
   /// cuda: `--cuda-path` (else CUDA_PATH, else /usr/local/cuda).

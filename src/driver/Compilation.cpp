@@ -192,6 +192,16 @@ std::optional<std::string> Compilation::generate(const std::string &input,
   bool wantPtxCopy = !opts.stats.empty() && opts.target == "cuda" &&
                      stage != EmitStage::Ptx && pipeline.stopAfter.empty();
   mlir::OwningOpRef<mlir::ModuleOp> beforePtxas;
+  // A multiversioned object's x86-64-v4 version: the module through the
+  // pipeline a second time with 512-bit vectors (AVX-512's registers:
+  // kina-matmul-kernel's 8 x 2 tile, kina-tile-and-vectorize's width);
+  // the other levels share the first run's 256-bit code (Multiversion.cpp).
+  wideLlvmDialect.clear();
+  mlir::OwningOpRef<mlir::ModuleOp> wideModule;
+  if (wantsMultiversioning(opts) &&
+      (stage == EmitStage::LLVM || stage == EmitStage::Asm ||
+       stage == EmitStage::Obj))
+    wideModule = mlirModule->clone();
   // Every failure from here on is kinac's bug: reported as an internal
   // error naming the pass, its diagnostics inside the report.
   {
@@ -222,6 +232,23 @@ std::optional<std::string> Compilation::generate(const std::string &input,
                   "' ran in the pipeline");
       return std::nullopt;
     }
+  }
+  if (wideModule) {
+    TargetOptions wide = pipeline;
+    wide.vectorBits = 512;
+    PipelineWatch watch(ctx, ForcedInternalError{});
+    if (mlir::failed(lowerToLLVMDialect(
+            *wideModule, *target, wide,
+            [&](mlir::PassManager &pm) { watch.instrument(pm); },
+            [&](StringRef name, function_ref<mlir::LogicalResult()> run) {
+              return timer.time((name + "-v4").str(), run);
+            }))) {
+      watch.report();
+      return std::nullopt;
+    }
+    watch.replay();
+    wideLlvmDialect = timer.time(
+        "print-mlir-v4", [&] { return print(*wideModule, opts.printDebugInfo); });
   }
   if (kernels) {
     if (!kernels->complete) {
@@ -340,11 +367,32 @@ Compilation::runTools(const std::string &llvmDialectText, EmitStage stage) {
   // processor level and a dispatcher per exported symbol (Multiversion.cpp);
   // opt and llc then read each version's processor from its attributes.
   if (wantsMultiversioning(opts)) {
+    // The x86-64-v4 version's own LLVM IR (generate(): 512-bit vectors).
+    std::vector<std::string> own(multiversionLevels().size());
+    if (!wideLlvmDialect.empty()) {
+      Expected<std::string> wideMlir = temps.create("kinac-v4", "mlir");
+      if (!wideMlir)
+        return fail(wideMlir.takeError());
+      if (Error err = writeOutput(*wideMlir, wideLlvmDialect))
+        return fail(std::move(err));
+      Expected<std::string> widePath = temps.create("kinac-v4", "ll");
+      if (!widePath)
+        return fail(widePath.takeError());
+      if (Error err = timer.time("mlir-translate-v4", [&] {
+            return tools.run(*translate, {"mlir-translate", "--mlir-to-llvmir",
+                                          *wideMlir, "-o", *widePath});
+          }))
+        return fail(std::move(err));
+      for (size_t l = 0; l < own.size(); ++l)
+        if (multiversionLevels()[l].level == 4)
+          own[l] = *widePath;
+    }
     Expected<std::string> versioned = temps.create("kinac", "mv.ll");
     if (!versioned)
       return fail(versioned.takeError());
     if (Error err = timer.time("multiversion", [&] {
-          return multiversionFile(*llPath, *versioned, multiversionLevels());
+          return multiversionFile(*llPath, *versioned, multiversionLevels(),
+                                  own);
         }))
       return fail(std::move(err));
     *llPath = *versioned;

@@ -497,6 +497,10 @@ public:
   std::vector<TunableOp> tunables;
 
 private:
+  /// A multiversioned object's x86-64-v4 version as LLVM-dialect text (the
+  /// pipeline with 512-bit vectors), set by generate() for the stages the
+  /// tools make; empty otherwise.
+  std::string wideLlvmDialect;
   const DriverOptions &opts;
   StageTimer &timer;
   TempFiles &temps;
@@ -538,16 +542,24 @@ const std::vector<CpuLevel> &multiversionLevels();
 /// --mcpu, generating code for x86-64 (the default target triple).
 bool wantsMultiversioning(const DriverOptions &opts);
 
-/// Rewrites `m` in place: each function definition gets one internal clone
-/// per level of `levels` (ascending, the first runnable anywhere) and each
-/// exported definition becomes a dispatcher over its clones, resolved on
-/// the first call with kina_rt_cpu_level() (see Multiversion.cpp). An error
-/// only if the result does not verify (kinac's bug).
-Error multiversionModule(llvm::Module &m, ArrayRef<CpuLevel> levels);
+/// Rewrites `m` in place: each function definition gets one internal
+/// version per level of `levels` (ascending, the first runnable anywhere)
+/// and each exported definition becomes a dispatcher over its versions,
+/// resolved on the first call with kina_rt_cpu_level() (see
+/// Multiversion.cpp). A level's version is a clone of the definition, or,
+/// where `own` holds a module for that level (same index as `levels`; in
+/// `m`'s LLVMContext; the same source through a pipeline of its own), that
+/// module's definition of the same name, linked in (own[l] is consumed).
+/// An error only if the result does not verify or an own module lacks an
+/// exported function (kinac's bug).
+Error multiversionModule(llvm::Module &m, ArrayRef<CpuLevel> levels,
+                         MutableArrayRef<std::unique_ptr<llvm::Module>> own = {});
 
-/// multiversionModule on the LLVM IR file `inPath`, written to `outPath`.
+/// multiversionModule on the LLVM IR file `inPath`, written to `outPath`;
+/// ownPaths[l], when not empty, is the LLVM IR file of level l's own module.
 Error multiversionFile(StringRef inPath, StringRef outPath,
-                       ArrayRef<CpuLevel> levels);
+                       ArrayRef<CpuLevel> levels,
+                       ArrayRef<std::string> ownPaths = {});
 
 /// Checks --mcpu against the processors LLVM knows for the default target
 /// triple and replaces "native" with the name of this machine's processor.

@@ -44,6 +44,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/IRReader/IRReader.h"
+#include "llvm/Linker/Linker.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Transforms/Utils/Cloning.h"
 #include "llvm/Transforms/Utils/ValueMapper.h"
@@ -145,7 +146,74 @@ void buildDispatcher(Function &f, ArrayRef<CpuLevel> levels,
 
 } // namespace
 
-Error multiversionModule(Module &m, ArrayRef<CpuLevel> levels) {
+/// Links `own`, the module of `level`'s version built by a pipeline of its
+/// own, into `m`: its definitions renamed as that level's versions
+/// (versionName, internal, "target-cpu" the level), its definitions of
+/// exported globals (the manifest, ...) made declarations of `m`'s.
+/// Returns, for each of `definitions`, that level's version (null for an
+/// internal one, which needs none: own's functions call own's). Fails when
+/// an exported definition has no version of the same type in `own`.
+Expected<SmallVector<Function *>>
+linkOwnVersion(Module &m, std::unique_ptr<Module> own, const CpuLevel &level,
+               ArrayRef<Function *> definitions) {
+  auto fail = [&](const Twine &why) {
+    return createStringError(inconvertibleErrorCode(),
+                             "internal error: the " + level.name +
+                                 " version's module: " + why);
+  };
+  if (!own->alias_empty() || !own->ifunc_empty())
+    return fail("it has aliases or ifuncs");
+  // Linked as external definitions (the linker brings in a source's
+  // internal ones only where something refers to them), internal after.
+  std::vector<std::string> renamed;
+  for (Function &f : *own) {
+    if (f.isDeclaration())
+      continue;
+    f.setName(versionName(f.getName(), level.name));
+    renamed.push_back(f.getName().str());
+    f.setLinkage(GlobalValue::ExternalLinkage);
+    f.setVisibility(GlobalValue::DefaultVisibility);
+    f.setDLLStorageClass(GlobalValue::DefaultStorageClass);
+    f.setComdat(nullptr);
+    f.setDSOLocal(true);
+    f.addFnAttr("target-cpu", level.name);
+    f.removeFnAttr("target-features");
+    f.removeFnAttr("tune-cpu");
+  }
+  for (llvm::GlobalVariable &g : own->globals()) {
+    if (g.isDeclaration() || g.hasLocalLinkage())
+      continue; // internal ones the linker renames where `m` has the name
+    if (g.hasAppendingLinkage())
+      return fail("it defines the appending global '" + g.getName() + "'");
+    g.setInitializer(nullptr);
+    g.setLinkage(GlobalValue::ExternalLinkage);
+    g.setComdat(nullptr);
+  }
+  if (Linker::linkModules(m, std::move(own)))
+    return fail("it does not link with the baseline module");
+  for (const std::string &name : renamed)
+    if (Function *f = m.getFunction(name)) {
+      f->setLinkage(GlobalValue::InternalLinkage);
+      f->setDSOLocal(true);
+    }
+  SmallVector<Function *> versions;
+  for (Function *f : definitions) {
+    if (f->hasLocalLinkage()) {
+      versions.push_back(nullptr);
+      continue;
+    }
+    Function *v = m.getFunction(versionName(f->getName(), level.name));
+    if (!v || v->isDeclaration())
+      return fail("no definition of '" + f->getName() + "'");
+    if (v->getFunctionType() != f->getFunctionType())
+      return fail("'" + f->getName() + "' has another type");
+    versions.push_back(v);
+  }
+  return versions;
+}
+
+Error multiversionModule(Module &m, ArrayRef<CpuLevel> levels,
+                         MutableArrayRef<std::unique_ptr<Module>> own) {
   SmallVector<Function *> definitions;
   for (Function &f : m)
     if (!f.isDeclaration())
@@ -153,10 +221,19 @@ Error multiversionModule(Module &m, ArrayRef<CpuLevel> levels) {
   if (definitions.empty() || levels.empty())
     return Error::success();
 
-  // One clone of every definition per level; calls between definitions go
-  // to the callee's clone of the same level (globals map to themselves).
+  // One version of every definition per level: the level's own module
+  // when it has one, else clones; calls between definitions go to the
+  // callee's clone of the same level (globals map to themselves).
   std::vector<SmallVector<Function *>> versions(levels.size());
   for (size_t l = 0; l < levels.size(); ++l) {
+    if (l < own.size() && own[l]) {
+      Expected<SmallVector<Function *>> linked =
+          linkOwnVersion(m, std::move(own[l]), levels[l], definitions);
+      if (!linked)
+        return linked.takeError();
+      versions[l] = std::move(*linked);
+      continue;
+    }
     ValueToValueMapTy map;
     for (Function *f : definitions) {
       Function *clone = Function::Create(
@@ -230,11 +307,14 @@ Error multiversionModule(Module &m, ArrayRef<CpuLevel> levels) {
 }
 
 Error multiversionFile(StringRef inPath, StringRef outPath,
-                       ArrayRef<CpuLevel> levels) {
+                       ArrayRef<CpuLevel> levels,
+                       ArrayRef<std::string> ownPaths) {
   LLVMContext ctx;
-  SMDiagnostic diag;
-  std::unique_ptr<Module> m = parseIRFile(inPath, diag, ctx);
-  if (!m) {
+  auto parse = [&](StringRef path) -> Expected<std::unique_ptr<Module>> {
+    SMDiagnostic diag;
+    std::unique_ptr<Module> m = parseIRFile(path, diag, ctx);
+    if (m)
+      return m;
     std::string text;
     raw_string_ostream os(text);
     diag.print("kinac", os);
@@ -242,15 +322,27 @@ Error multiversionFile(StringRef inPath, StringRef outPath,
                              "internal error: cannot read mlir-translate's "
                              "LLVM IR: " +
                                  os.str());
+  };
+  Expected<std::unique_ptr<Module>> m = parse(inPath);
+  if (!m)
+    return m.takeError();
+  std::vector<std::unique_ptr<Module>> own(levels.size());
+  for (size_t l = 0; l < levels.size() && l < ownPaths.size(); ++l) {
+    if (ownPaths[l].empty())
+      continue;
+    Expected<std::unique_ptr<Module>> version = parse(ownPaths[l]);
+    if (!version)
+      return version.takeError();
+    own[l] = std::move(*version);
   }
-  if (Error err = multiversionModule(*m, levels))
+  if (Error err = multiversionModule(**m, levels, own))
     return err;
   std::error_code ec;
   raw_fd_ostream out(outPath, ec);
   if (ec)
     return createStringError(ec, "cannot write '%s': %s", outPath.str().c_str(),
                              ec.message().c_str());
-  m->print(out, nullptr);
+  (*m)->print(out, nullptr);
   return Error::success();
 }
 

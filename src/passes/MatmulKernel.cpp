@@ -13,14 +13,17 @@
 //     for iLo in [0, M) step MC                     (blocks of rows of A)
 //       for each panel j0 of nv*VL columns
 //         packed[0:kHi-kLo, :] = B[kLo:kHi, j0 : j0+nv*VL]
-//         for i0 in [iLo, iHi) step MR (4, then 1 for the last rows)
+//         for i0 in [iLo, iHi) step MR (then 1 for the last rows)
 //           acc[r][v] = C[i0+r, j0+v*VL : +VL]      (MR*nv vector registers)
 //           for k in [kLo, kHi)
 //             acc[r][v] = fma(broadcast(A[i0+r, k]), packed[k-kLo, v], acc)
 //           C[i0+r, j0+v*VL : +VL] = acc[r][v]
 //
-// VL is the elements of `vbits` bits (256 by default: 8 f32, 4 f64; LLVM
-// splits or joins the vectors to the target's registers). Panels are nv
+// VL is the elements of `vbits` bits (by default the pass's vector width,
+// the processor's: 512 with AVX-512, 16 f32; 256 with AVX2 and in a
+// multiversioned object's baseline and -v3 versions, 8 f32; LLVM splits
+// or joins the vectors to the target's registers) and MR is 8 with 512-bit
+// vectors, else 4. Panels are nv
 // vectors wide (2 by default), then one vector for the columns left, then
 // one masked vector (masked loads and stores, not packed) for the last
 // columns below VL. Every loop's trip count may be zero, so dynamic and
@@ -32,16 +35,19 @@
 // same nest per batch index on rank-reduced subviews of A, B and C (a
 // broadcast operand's subview is the same for every index).
 //
-// Threads: one loop over (batch index, column slab) pairs, slabs =
-// ceil(kina_rt_parallel_threads(batches * panels, cost) / batches) per
-// batch, each slab a whole number of panels wide (the last one takes the
-// columns left, with its 1-vector and masked groups), each pair with its
-// own packed panel; unless the work (batches*M*N*K/16 cost units) is a
-// constant below kMinParallelCost (src/passes/Parallel.h), the loop is
-// outlined and run by kina_rt_parallel_for: threads split the batches, and
-// each batch's columns when there are fewer batches than threads. A slab's
-// columns are summed exactly as with one slab, so the result does not
-// depend on the thread count.
+// Threads: one loop over (batch index, column slab, row slab) triples,
+// slabs = ceil(kina_rt_parallel_threads(batches * panels * row tiles,
+// cost) / batches) per batch, as column slabs of a whole number of panels
+// (the last one takes the columns left, with its 1-vector and masked
+// groups) and, when there are fewer panels than slabs (a narrow C such as
+// [1797, 64] x [64, 32] with 32-column panels), row slabs of whole MR
+// tiles too; each piece with its own packed panel; unless the work
+// (batches*M*N*K/16 cost units) is a constant below kMinParallelCost
+// (src/passes/Parallel.h), the loop is outlined and run by
+// kina_rt_parallel_for: threads split the batches, and each batch's
+// columns (then rows) when there are fewer batches than threads. A
+// piece's elements are summed exactly as with one piece, so the result
+// does not depend on the thread count.
 //
 // A zero `linalg.fill` of C right before the matmul (MLIRGen's init) is
 // folded in: the first K block's accumulators start at zero instead of
@@ -101,14 +107,20 @@ struct MatmulSchedule {
   int64_t unrollK;    // ku: unroll factor of the innermost k loop
   int64_t grain;      // grain: cost units per thread (0: one thread)
 
-  /// `tuned`'s values, the space's defaults for what it lacks.
-  static MatmulSchedule from(const Schedule *tuned) {
+  /// `tuned`'s values, the space's defaults for what it lacks; a vector
+  /// width of 0 is `vectorBits` (the processor's, the pass option), rows
+  /// 0 are 8 with 512-bit vectors (16 accumulators of AVX-512's 32
+  /// registers: 1.6-2x the 4 x 2 tile of 256-bit vectors on a Xeon with
+  /// AVX-512, docs/performance.md), else 4 (8 of AVX2's 16 registers).
+  static MatmulSchedule from(const Schedule *tuned, int64_t vectorBits) {
     Schedule s = lookupSpace("cpu.matmul")->defaults();
     if (tuned)
       for (const auto &[name, value] : tuned->params)
         s.params[name] = value;
-    return {s.get("vbits", 256),
-            s.get("mr", 4),
+    int64_t bits = s.get("vbits", 0) > 0 ? s.get("vbits", 0) : vectorBits;
+    int64_t rows = s.get("mr", 0) > 0 ? s.get("mr", 0) : bits >= 512 ? 8 : 4;
+    return {bits,
+            rows,
             s.get("nv", 2),
             s.get("mc", 256),
             s.get("kc", 256),
@@ -325,13 +337,14 @@ void emitPanels(OpBuilder &b, Location loc, const Matmul &mm,
       });
 }
 
-/// Emits the blocked kernel for the columns [colLo, colHi) of C (colLo a
-/// multiple of the panel width), packing into mm.packed:
+/// Emits the blocked kernel for the rows [rowLo, rowHi) and the columns
+/// [colLo, colHi) of C (colLo a multiple of the panel width), packing into
+/// mm.packed:
 /// K blocks, then blocks of rows, then the panels of the column groups:
 /// [colLo, nw) in panels of nv vectors, [nw, n1) of 1 vector, [n1, colHi)
 /// the masked rest (one panel when not empty).
-void emitKernel(OpBuilder &b, Location loc, Matmul mm, Value colLo,
-                Value colHi) {
+void emitKernel(OpBuilder &b, Location loc, Matmul mm, Value rowLo,
+                Value rowHi, Value colLo, Value colHi) {
   int64_t blockK = mm.schedule.blockK, blockM = mm.schedule.blockM;
   int64_t vl = mm.vecTy.getNumElements();
   int64_t nv = mm.schedule.panel;
@@ -350,13 +363,13 @@ void emitKernel(OpBuilder &b, Location loc, Matmul mm, Value colLo,
             arith::AddIOp::create(b, loc, kLo, indexConst(b, loc, blockK)),
             mm.k);
         scf::ForOp::create(
-            b, loc, zero, mm.m, indexConst(b, loc, blockM), ValueRange{},
+            b, loc, rowLo, rowHi, indexConst(b, loc, blockM), ValueRange{},
             [&](OpBuilder &b, Location loc, Value iLo, ValueRange) {
               Value iHi = arith::MinSIOp::create(
                   b, loc,
                   arith::AddIOp::create(b, loc, iLo,
                                         indexConst(b, loc, blockM)),
-                  mm.m);
+                  rowHi);
               for (const Columns &cols : groups)
                 emitPanels(b, loc, mm, cols, iLo, iHi, kLo, kHi);
               scf::YieldOp::create(b, loc);
@@ -438,15 +451,17 @@ Value matrixAt(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> dims,
 /// loops; leaves it untouched unless its operands are buffers the kernel
 /// addresses (isRowMajor).
 ///
-/// Batches and threads: one loop over (batch index, column slab) pairs,
-/// batch-major, slabs = ceil(threads / batches) per batch, threads =
-/// kina_rt_parallel_threads(batches * panels, cost): with at least as many
-/// batches as threads each batch is one slab and the threads split the
-/// batches, with fewer (a 2-D matmul is one batch) the threads split each
-/// batch's columns too. The loop is outlined onto the thread pool
+/// Batches and threads: one loop over (batch index, column slab, row slab)
+/// triples, batch-major, slabs = ceil(threads / batches) per batch, threads
+/// = kina_rt_parallel_threads(batches * panels * row tiles, cost): with at
+/// least as many batches as threads each batch is one slab and the threads
+/// split the batches, with fewer (a 2-D matmul is one batch) the threads
+/// split each batch's columns into min(slabs, panels) slabs of whole panels
+/// and, when that is fewer than slabs, its rows into slabs of whole MR
+/// tiles. The loop is outlined onto the thread pool
 /// (src/passes/Parallel.cpp) unless the schedule's grain is 0 or the work
 /// is a constant below kMinParallelCost (then a 2-D matmul is the kernel
-/// alone). Each pair runs
+/// alone). Each piece runs
 /// the blocked kernel on the batch's matrices (rank-reduced subviews) with
 /// its own packed panel, so every element of C is summed over k in
 /// increasing order by one thread whatever the thread count.
@@ -455,7 +470,7 @@ Value matrixAt(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> dims,
 /// kernel (its first K block starts from zeros rather than loading C: one
 /// pass over C less); it stays, under `K == 0`, where K is not a constant.
 void rewriteMatmul(linalg::LinalgOp op, const KernelMatmul &km,
-                   const TuningParameters *tuning) {
+                   const TuningParameters *tuning, int64_t vectorBits) {
   if (!op.hasPureBufferSemantics())
     return;
   Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1];
@@ -469,7 +484,7 @@ void rewriteMatmul(linalg::LinalgOp op, const KernelMatmul &km,
   OpBuilder b(op);
   Location loc = op.getLoc();
   MatmulSchedule schedule = MatmulSchedule::from(
-      tuning ? tuning->lookup(tuningKey(op, "matmul")) : nullptr);
+      tuning ? tuning->lookup(tuningKey(op, "matmul")) : nullptr, vectorBits);
   int64_t vl = schedule.vectorBits / elem.getIntOrFloatBitWidth();
   int64_t w = schedule.panel * vl;
   VectorType vecTy = VectorType::get({vl}, elem);
@@ -519,25 +534,41 @@ void rewriteMatmul(linalg::LinalgOp op, const KernelMatmul &km,
   Matmul whole{a, bm, c, m, n, k, vecTy, Value(), schedule, zeroInit};
   if (km.numBatch == 0 && small) {
     whole.packed = allocPanel(b, loc, schedule, vecTy);
-    emitKernel(b, loc, whole, indexConst(b, loc, 0), n);
+    emitKernel(b, loc, whole, indexConst(b, loc, 0), m, indexConst(b, loc, 0),
+               n);
     op->erase();
     return;
   }
 
+  Value one = indexConst(b, loc, 1);
+  int64_t mr = schedule.rows;
   Value panels =
       b.createOrFold<arith::CeilDivUIOp>(loc, n, indexConst(b, loc, w));
+  Value rowTiles =
+      b.createOrFold<arith::CeilDivUIOp>(loc, m, indexConst(b, loc, mr));
+  // Pieces: whole batches, else column slabs of whole panels, else (fewer
+  // panels than threads: a narrow C) row slabs of whole MR tiles too.
   Value threads =
-      small ? indexConst(b, loc, 1)
+      small ? one
             : threadsFor(b, loc, op->getParentOfType<ModuleOp>(),
-                         b.createOrFold<arith::MulIOp>(loc, batches, panels),
+                         b.createOrFold<arith::MulIOp>(
+                             loc, batches,
+                             b.createOrFold<arith::MulIOp>(loc, panels,
+                                                           rowTiles)),
                          cost);
   Value slabs = b.createOrFold<arith::CeilDivUIOp>(
-      loc, threads,
-      b.createOrFold<arith::MaxUIOp>(loc, batches, indexConst(b, loc, 1)));
+      loc, threads, b.createOrFold<arith::MaxUIOp>(loc, batches, one));
+  Value colSlabs = b.createOrFold<arith::MaxUIOp>(
+      loc, b.createOrFold<arith::MinUIOp>(loc, slabs, panels), one);
+  Value rowSlabs = b.createOrFold<arith::CeilDivUIOp>(loc, slabs, colSlabs);
   Value slabWidth = b.createOrFold<arith::MulIOp>(
-      loc, b.createOrFold<arith::CeilDivUIOp>(loc, panels, slabs),
+      loc, b.createOrFold<arith::CeilDivUIOp>(loc, panels, colSlabs),
       indexConst(b, loc, w));
-  Value trips = b.createOrFold<arith::MulIOp>(loc, batches, slabs);
+  Value slabHeight = b.createOrFold<arith::MulIOp>(
+      loc, b.createOrFold<arith::CeilDivUIOp>(loc, rowTiles, rowSlabs),
+      indexConst(b, loc, mr));
+  Value perBatch = b.createOrFold<arith::MulIOp>(loc, colSlabs, rowSlabs);
+  Value trips = b.createOrFold<arith::MulIOp>(loc, batches, perBatch);
   auto loop = scf::ForOp::create(
       b, loc, indexConst(b, loc, 0), trips, indexConst(b, loc, 1), ValueRange{},
       [&](OpBuilder &b, Location loc, Value t, ValueRange) {
@@ -545,8 +576,10 @@ void rewriteMatmul(linalg::LinalgOp op, const KernelMatmul &km,
         // (Parallel.h), once per piece.
         Matmul mm = whole;
         mm.packed = allocPanel(b, loc, schedule, vecTy);
-        Value batch = b.createOrFold<arith::DivUIOp>(loc, t, slabs);
-        Value slab = b.createOrFold<arith::RemUIOp>(loc, t, slabs);
+        Value batch = b.createOrFold<arith::DivUIOp>(loc, t, perBatch);
+        Value piece = b.createOrFold<arith::RemUIOp>(loc, t, perBatch);
+        Value slab = b.createOrFold<arith::RemUIOp>(loc, piece, colSlabs);
+        Value rowSlab = b.createOrFold<arith::DivUIOp>(loc, piece, colSlabs);
         // The batch loops' indices, the last one fastest.
         SmallVector<Value> index(km.numBatch);
         for (int64_t i = km.numBatch - 1; i >= 0; --i) {
@@ -563,7 +596,11 @@ void rewriteMatmul(linalg::LinalgOp op, const KernelMatmul &km,
         Value colLo = b.createOrFold<arith::MulIOp>(loc, slab, slabWidth);
         Value colHi = arith::MinUIOp::create(
             b, loc, arith::AddIOp::create(b, loc, colLo, slabWidth), n);
-        emitKernel(b, loc, mm, colLo, colHi);
+        Value rowLo = arith::MinUIOp::create(
+            b, loc, b.createOrFold<arith::MulIOp>(loc, rowSlab, slabHeight), m);
+        Value rowHi = arith::MinUIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, rowLo, slabHeight), m);
+        emitKernel(b, loc, mm, rowLo, rowHi, colLo, colHi);
         scf::YieldOp::create(b, loc);
       });
   IRRewriter rewriter(b);
@@ -579,8 +616,9 @@ void rewriteMatmul(linalg::LinalgOp op, const KernelMatmul &km,
 class MatmulKernelPass : public impl::MatmulKernelPassBase<MatmulKernelPass> {
 public:
   MatmulKernelPass() = default;
-  explicit MatmulKernelPass(std::shared_ptr<const TuningParameters> tuning)
-      : tuning(std::move(tuning)) {}
+  MatmulKernelPass(unsigned vectorBits,
+                   std::shared_ptr<const TuningParameters> tuning)
+      : vectorBits(vectorBits), tuning(std::move(tuning)) {}
 
   void runOnOperation() override {
     SmallVector<std::pair<linalg::LinalgOp, KernelMatmul>> matmuls;
@@ -589,10 +627,11 @@ public:
         matmuls.push_back({op, *km});
     });
     for (auto &[op, km] : matmuls)
-      rewriteMatmul(op, km, tuning.get());
+      rewriteMatmul(op, km, tuning.get(), vectorBits);
   }
 
 private:
+  unsigned vectorBits = 256;
   std::shared_ptr<const TuningParameters> tuning;
 };
 
@@ -685,8 +724,9 @@ std::optional<KernelMatmul> matchKernelMatmul(Operation *op) {
 }
 
 std::unique_ptr<Pass>
-createMatmulKernelPass(std::shared_ptr<const TuningParameters> tuning) {
-  return std::make_unique<MatmulKernelPass>(std::move(tuning));
+createMatmulKernelPass(unsigned vectorBits,
+                       std::shared_ptr<const TuningParameters> tuning) {
+  return std::make_unique<MatmulKernelPass>(vectorBits, std::move(tuning));
 }
 
 } // namespace kina

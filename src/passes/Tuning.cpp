@@ -77,11 +77,19 @@ ScheduleParameter kGrainParameter(int stage) {
 llvm::ArrayRef<ScheduleSpace> allSpaces() {
   static const std::vector<ScheduleSpace> spaces = {
       {"cpu.matmul",
-       2,
+       3,
        {// Register tile first (the search's order): vector width, rows,
         // vectors per panel; then the cache blocks; then the k unroll.
-        {"vbits", 256, {128, 256, 512}, 0, "vector width in bits"},
-        {"mr", 4, {2, 4, 6, 8}, 0, "rows of C per micro-kernel"},
+        {"vbits",
+         0,
+         {0, 128, 256, 512},
+         0,
+         "vector width in bits (0: the processor's, the pass option)"},
+        {"mr",
+         0,
+         {0, 2, 4, 6, 8},
+         0,
+         "rows of C per micro-kernel (0: 8 with 512-bit vectors, else 4)"},
         {"nv", 2, {1, 2, 3}, 0, "vectors of C's columns per panel"},
         {"mc", 256, {64, 128, 256, 512}, 1, "rows of A per block (BLIS MC)"},
         {"kc", 256, {128, 256, 512}, 1, "reduction block (BLIS KC)"},

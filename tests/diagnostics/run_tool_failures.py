@@ -119,14 +119,17 @@ def keep_temps_case(kinac, work, fake):
     kept = [l[len("kinac: kept temporary file "):]
             for l in err.splitlines()
             if l.startswith("kinac: kept temporary file ")]
-    # At the default -O2: the MLIR, mlir-translate's LLVM IR, the
+    # At the default -O2: the MLIR, mlir-translate's LLVM IR, the same two
+    # of the x86-64-v4 version (kinac-v4-*, its own 512-bit pipeline), the
     # multiversioned LLVM IR (.mv.ll, no --mcpu: docs/integration.md),
     # opt's optimised LLVM IR (.opt.ll) and the object llc failed to write.
-    exts = sorted(k[k.index(".", len(os.path.dirname(k)) + 1):]
+    exts = sorted(("v4" if os.path.basename(k).startswith("kinac-v4-")
+                   else "") + k[k.index(".", len(os.path.dirname(k)) + 1):]
                   for k in kept)
-    if exts != [".ll", ".mlir", ".mv.ll", ".o", ".opt.ll"]:
-        problems.append(f"expected the kept .mlir, .ll, .mv.ll, .opt.ll "
-                        f"and .o files, got {kept}:\n{err}")
+    if exts != [".ll", ".mlir", ".mv.ll", ".o", ".opt.ll", "v4.ll",
+                "v4.mlir"]:
+        problems.append(f"expected the kept .mlir, .ll, .mv.ll, .opt.ll, "
+                        f".o and the v4 .mlir and .ll files, got {kept}:\n{err}")
     for k in kept:
         if not os.path.isfile(k) or os.path.dirname(k) != tmpdir:
             problems.append(f"kept file {k} is not a file in TMPDIR")

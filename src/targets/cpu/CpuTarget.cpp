@@ -134,13 +134,15 @@ void CpuTarget::buildPipeline(OpPassManager &pm,
   pm.addPass(createTensorDescEntryPointsPass());
 
   if (optimize) {
-    pm.addPass(createMatmulKernelPass(options.tuning));
+    // Multiversioned: 256 bits, the AVX2 width of x86-64-v3, which the
+    // baseline version splits into SSE halves; the driver builds the -v4
+    // version with options.vectorBits = 512.
+    unsigned vectorBits = options.vectorBits          ? options.vectorBits
+                          : options.multiversioned ? 256
+                                  : processorVectorBits(options.mcpu);
+    pm.addPass(createMatmulKernelPass(vectorBits, options.tuning));
     TileAndVectorizePassOptions vectorize;
-    // Multiversioned: 256 bits, the AVX2 width of x86-64-v3, which -v4
-    // runs as is (LLVM prefers 256-bit vectors on most AVX-512 processors
-    // too) and the baseline version splits into SSE halves.
-    vectorize.vectorBits =
-        options.multiversioned ? 256 : processorVectorBits(options.mcpu);
+    vectorize.vectorBits = vectorBits;
     pm.addPass(createTileAndVectorizePass(vectorize, options.tuning));
     pm.addPass(createConvertVectorToSCFPass());
   }
