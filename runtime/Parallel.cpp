@@ -7,8 +7,9 @@
 // column slabs of each matmul kernel.
 //
 // One pool per process, made at the first loop that is worth splitting:
-// kina_rt_num_threads() - 1 worker threads that sleep on a condition
-// variable between loops (never destroyed: they block until the process
+// kina_rt_num_threads() - 1 worker threads that, between loops, spin for
+// up to 100 us (kSpinTime) and then sleep on a condition variable (never
+// destroyed: they block until the process
 // exits, so nothing joins them from a static destructor). A loop is split
 // into p contiguous pieces, piece t = [n*t/p, n*(t+1)/p); the caller runs
 // piece 0, workers 1..p-1 run the others, and the caller returns once every
@@ -34,6 +35,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -46,6 +48,9 @@ namespace {
 
 /// Cost units each piece of a split loop gets at least (kina/runtime.h).
 constexpr int64_t kGrain = int64_t(1) << 16;
+/// How long an idle worker, and a caller waiting for the pieces, spin
+/// before sleeping on a condition variable.
+constexpr std::chrono::microseconds kSpinTime{100};
 /// The most threads KINA_NUM_THREADS may ask for.
 constexpr long kMaxThreads = 1024;
 
@@ -106,14 +111,22 @@ public:
       return false;
     if (!startWorkers(job.pieces - 1))
       return false;
+    bool sleeping;
     {
       std::lock_guard<std::mutex> lock(mutex);
       current = job;
       pending = job.pieces - 1;
+      left.store(pending, std::memory_order_relaxed);
       ++generation;
+      announced.store(generation, std::memory_order_release);
+      sleeping = sleepers > 0;
     }
-    wake.notify_all();
+    if (sleeping)
+      wake.notify_all();
     runPiece(job, 0);
+    // The other pieces usually end about when the caller's does: spin a
+    // little before sleeping on `done`.
+    spinUntil([&] { return left.load(std::memory_order_acquire) == 0; });
     std::unique_lock<std::mutex> lock(mutex);
     done.wait(lock, [&] { return pending == 0; });
     return true;
@@ -144,7 +157,19 @@ private:
   void work(int64_t index, uint64_t seen) {
     std::unique_lock<std::mutex> lock(mutex);
     for (;;) {
-      wake.wait(lock, [&] { return generation != seen; });
+      if (generation == seen) {
+        // Spin for the next loop first (a caller's loops often come back
+        // to back: a matmul's fill and kernel, a function's ops), then
+        // sleep until one is announced.
+        lock.unlock();
+        spinUntil([&] {
+          return announced.load(std::memory_order_acquire) != seen;
+        });
+        lock.lock();
+        ++sleepers;
+        wake.wait(lock, [&] { return generation != seen; });
+        --sleepers;
+      }
       seen = generation;
       if (index >= current.pieces)
         continue;
@@ -152,8 +177,26 @@ private:
       lock.unlock();
       runPiece(job, index);
       lock.lock();
-      if (--pending == 0)
+      left.store(--pending, std::memory_order_release);
+      if (pending == 0)
         done.notify_one();
+    }
+  }
+
+  /// Spins until `ready()` or kSpinTime has passed (the time checked every
+  /// 64 pauses): waking a sleeping thread costs 5 to 20 us on Linux, and up
+  /// to several hundred on a loaded virtual machine (a [256, 256] matmul
+  /// of 0.19 ms took 0.59 ms on 2 threads, median, without the spin).
+  template <typename Ready> static void spinUntil(Ready ready) {
+    auto start = std::chrono::steady_clock::now();
+    for (unsigned i = 1;; ++i) {
+      if (ready())
+        return;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      if (i % 64 == 0 && std::chrono::steady_clock::now() - start > kSpinTime)
+        return;
     }
   }
 
@@ -163,7 +206,12 @@ private:
   Job current;
   int64_t pending = 0;     // pieces of `current` not yet finished by workers
   uint64_t generation = 0; // loops announced so far
+  int64_t sleepers = 0;    // workers waiting on `wake`
   std::vector<std::thread> workers;
+  // Copies of `generation` and `pending` for spinning threads, written
+  // under `mutex`, read without it.
+  std::atomic<uint64_t> announced{0};
+  std::atomic<int64_t> left{0};
 };
 
 /// The process's pool, made on first use and never destroyed (its workers
