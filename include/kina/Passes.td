@@ -169,7 +169,8 @@ def TileAndVectorizePass
   let description = [{
     Tiles each linalg op on buffers (scf::tileUsingSCF) with the loop most
     operands access contiguously in tiles of one vector register
-    (`vector-bits` / the widest element) and every other loop in tiles of 1,
+    (`vector-bits` / the widest element; halved, down to 128 bits, while a
+    static loop is shorter) and every other loop in tiles of 1,
     peels the partial tile (left to convert-linalg-to-loops), vectorises the
     full tiles (linalg::vectorize), hoists each reduction's accumulator out
     of its loops into registers, widens row-reduction accumulators to

@@ -147,15 +147,23 @@ unsigned vectorDim(linalg::LinalgOp op) {
 /// Tiles `op` (steps 1 and 2 of the file comment) and marks its full tiles
 /// with kFullTileAttr: the vector dim in tiles of `vectors` registers of
 /// `vectorBits` bits; its outermost loop, when parallel, runs on the thread
-/// pool split at `grain` cost units per piece (Parallel.h). Leaves `op`
-/// alone when its vector dim is statically shorter than one tile.
+/// pool split at `grain` cost units per piece (Parallel.h). A vector dim
+/// statically shorter than one tile gets the widest narrower tile it holds,
+/// down to 128 bits (a row of 10 f32 with 512-bit vectors: tiles of 8,
+/// as with 256-bit ones, not scalar loops); `op` is left alone when even
+/// that does not fit.
 LogicalResult tileAndPeel(RewriterBase &rewriter, linalg::LinalgOp op,
                           unsigned vectorBits, unsigned vectors,
                           int64_t grain) {
+  unsigned elementBits = widestElementBits(op);
   unsigned lanes =
-      std::max(1u, vectorBits / widestElementBits(op)) * std::max(1u, vectors);
+      std::max(1u, vectorBits / elementBits) * std::max(1u, vectors);
+  unsigned minLanes = std::max(1u, 128 / elementBits);
   unsigned dim = vectorDim(op);
   llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (!ShapedType::isDynamic(ranges[dim]))
+    while (lanes > minLanes && ranges[dim] < int64_t(lanes))
+      lanes /= 2;
   if (!ShapedType::isDynamic(ranges[dim]) && ranges[dim] < int64_t(lanes))
     return failure();
   llvm::SmallVector<OpFoldResult> sizes(op.getNumLoops(),
