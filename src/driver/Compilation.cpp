@@ -350,19 +350,29 @@ Compilation::runTools(const std::string &llvmDialectText, EmitStage stage) {
       tools.findTool("mlir-translate", opts.mlirTranslate, configuredLLVMBin());
   if (!translate)
     return fail(translate.takeError());
-  Expected<std::string> mlirPath = temps.create("kinac", "mlir");
-  if (!mlirPath)
-    return fail(mlirPath.takeError());
-  if (Error err = writeOutput(*mlirPath, llvmDialectText))
-    return fail(std::move(err));
-  Expected<std::string> llPath = temps.create("kinac", "ll");
+  // LLVM-dialect text -> a temporary .mlir -> mlir-translate -> a temporary
+  // .ll (named `prefix`-*, timed as `stage`); returns the .ll's path.
+  auto translateText = [&](StringRef text, StringRef prefix,
+                           StringRef stage) -> Expected<std::string> {
+    Expected<std::string> mlirPath = temps.create(prefix, "mlir");
+    if (!mlirPath)
+      return mlirPath.takeError();
+    if (Error err = writeOutput(*mlirPath, text))
+      return err;
+    Expected<std::string> ll = temps.create(prefix, "ll");
+    if (!ll)
+      return ll.takeError();
+    if (Error err = timer.time(stage, [&] {
+          return tools.run(*translate, {"mlir-translate", "--mlir-to-llvmir",
+                                        *mlirPath, "-o", *ll});
+        }))
+      return err;
+    return ll;
+  };
+  Expected<std::string> llPath =
+      translateText(llvmDialectText, "kinac", "mlir-translate");
   if (!llPath)
     return fail(llPath.takeError());
-  if (Error err = timer.time("mlir-translate", [&] {
-        return tools.run(*translate, {"mlir-translate", "--mlir-to-llvmir",
-                                      *mlirPath, "-o", *llPath});
-      }))
-    return fail(std::move(err));
   // Without --mcpu (x86-64, -O1 and above): a version of every function per
   // processor level and a dispatcher per exported symbol (Multiversion.cpp);
   // opt and llc then read each version's processor from its attributes.
@@ -370,19 +380,10 @@ Compilation::runTools(const std::string &llvmDialectText, EmitStage stage) {
     // The x86-64-v4 version's own LLVM IR (generate(): 512-bit vectors).
     std::vector<std::string> own(multiversionLevels().size());
     if (!wideLlvmDialect.empty()) {
-      Expected<std::string> wideMlir = temps.create("kinac-v4", "mlir");
-      if (!wideMlir)
-        return fail(wideMlir.takeError());
-      if (Error err = writeOutput(*wideMlir, wideLlvmDialect))
-        return fail(std::move(err));
-      Expected<std::string> widePath = temps.create("kinac-v4", "ll");
+      Expected<std::string> widePath =
+          translateText(wideLlvmDialect, "kinac-v4", "mlir-translate-v4");
       if (!widePath)
         return fail(widePath.takeError());
-      if (Error err = timer.time("mlir-translate-v4", [&] {
-            return tools.run(*translate, {"mlir-translate", "--mlir-to-llvmir",
-                                          *wideMlir, "-o", *widePath});
-          }))
-        return fail(std::move(err));
       for (size_t l = 0; l < own.size(); ++l)
         if (multiversionLevels()[l].level == 4)
           own[l] = *widePath;
