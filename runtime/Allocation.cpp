@@ -7,7 +7,8 @@
 // sizes >= 0, element_size > 0, no 64-bit overflow: status 1 before any
 // allocation), allocate product(sizes) * element_size bytes (host: 64-byte
 // aligned std::aligned_alloc, from 4 MiB on 2 MiB boundaries marked for
-// transparent huge pages, Registry.cpp; CUDA: a cached block of the size
+// transparent huge pages, Registry.cpp, and those large blocks reused from
+// the cache runtime_free keeps, Registry.h; CUDA: a cached block of the size
 // class, else cuMemAllocManaged on the selected device, GpuMemory.h and
 // Registry.h), record the buffer in the registry and write allocated, aligned,
 // offset 0 and row-major strides back into the ranked descriptor. On any
@@ -114,6 +115,18 @@ int32_t allocateGpu(const char *where, int64_t bytes, void *&memory) {
   return KINA_STATUS_SUCCESS;
 }
 
+/// Writes `memory` (allocated and aligned), offset 0 and `strides` into a
+/// ranked descriptor of `rank` whose `sizes` are already there. Returns 0.
+int32_t fillDescriptor(KinaMemRef0 *descriptor, void *memory, int64_t *sizes,
+                       const int64_t *strides, int64_t rank) {
+  descriptor->allocated = memory;
+  descriptor->aligned = memory;
+  descriptor->offset = 0;
+  for (int64_t dim = 0; dim < rank; ++dim)
+    sizes[rank + dim] = strides[dim];
+  return KINA_STATUS_SUCCESS;
+}
+
 /// The shared body of both allocation entry points.
 int32_t allocate(const char *where, KinaUnrankedMemRef *out,
                  int32_t elementSize, BufferKind kind) {
@@ -166,11 +179,22 @@ int32_t allocate(const char *where, KinaUnrankedMemRef *out,
   int32_t device = -1;
   int32_t status = KINA_STATUS_SUCCESS;
   if (kind == BufferKind::Host) {
-    status = allocateHost(prefix(), bytes, memory);
+    // A large block: a cached one of its capacity when there is one
+    // (Registry.h, "The cache of large host blocks"), already recorded.
+    int64_t capacity = kina::rt::hostCapacity(bytes);
+    bool hostTouched = false;
+    if (capacity > 0 &&
+        (memory = kina::rt::takeCachedBlock(-1, capacity, bytes, hostTouched)))
+      return fillDescriptor(descriptor, memory, sizes, strides, rank);
+    int64_t request = capacity > 0 ? capacity : bytes;
+    status = allocateHost(prefix(), request, memory);
+    if (status == KINA_STATUS_RESOURCE_ERROR &&
+        kina::rt::releaseCachedBlocks() > 0)
+      status = allocateHost(prefix(), request, memory);
     if (status != KINA_STATUS_SUCCESS)
       return status;
     try {
-      kina::rt::recordBuffer(memory, bytes, kind, device);
+      kina::rt::recordBuffer(memory, bytes, kind, device, capacity);
     } catch (...) {
       kina::rt::releaseMemory(memory, kind, device, where);
       throw; // The guard reports it (std::bad_alloc: status 2).
@@ -180,12 +204,7 @@ int32_t allocate(const char *where, KinaUnrankedMemRef *out,
     if (status != KINA_STATUS_SUCCESS)
       return status;
   }
-  descriptor->allocated = memory;
-  descriptor->aligned = memory;
-  descriptor->offset = 0;
-  for (int64_t dim = 0; dim < rank; ++dim)
-    sizes[rank + dim] = strides[dim];
-  return KINA_STATUS_SUCCESS;
+  return fillDescriptor(descriptor, memory, sizes, strides, rank);
 }
 
 } // namespace

@@ -9,8 +9,9 @@
 // The registry object is created on first use and never destroyed, so frees
 // from other static destructors or late threads stay valid. The host
 // allocator is replaceable for fault-injection tests (Registry.h). Managed
-// blocks that runtime_free releases stay recorded, marked cached, in free
-// lists per device and capacity for reuse (Registry.h, "The cache of managed
+// blocks and large host blocks that runtime_free releases stay recorded,
+// marked cached, in free lists per device (-1: host) and capacity for reuse
+// (Registry.h, "The cache of managed blocks", "The cache of large host
 // blocks"); runtime_gpu_free_all frees them with the live ones.
 //
 //===----------------------------------------------------------------------===//
@@ -56,6 +57,7 @@ struct Registry {
   int64_t liveBytes = 0;
   int64_t cachedCount = 0; ///< Entries of `buffers` that are cached.
   int64_t cachedBytes = 0;
+  int64_t cachedHostBytes = 0; ///< The part of cachedBytes that is host.
   std::map<CacheKey, std::vector<void *>> freeLists;
   /// Blocks a thread freed during its running call, by thread token.
   std::unordered_map<uintptr_t, std::vector<void *>> deferred;
@@ -74,6 +76,29 @@ bool cacheEnabled() {
     return !(text && std::strcmp(text, "0") == 0);
   }();
   return enabled;
+}
+
+/// The most bytes of freed host blocks the cache keeps (Registry.h):
+/// $KINA_HOST_CACHE_MB MiB (a decimal integer; 0 turns the host cache off),
+/// else kDefaultHostCacheMiB. Read once.
+int64_t hostCacheLimit() {
+  constexpr int64_t kDefaultHostCacheMiB = 1024;
+  static const int64_t limit = [] {
+    const char *text = std::getenv("KINA_HOST_CACHE_MB");
+    if (!text || !*text)
+      return kDefaultHostCacheMiB << 20;
+    char *end = nullptr;
+    long long mib = std::strtoll(text, &end, 10);
+    if (*end || mib < 0 || mib > (int64_t(1) << 40))
+      return kDefaultHostCacheMiB << 20;
+    return int64_t(mib) << 20;
+  }();
+  return limit;
+}
+
+/// Whether the cache of `device`'s blocks is on (-1: host).
+bool cacheEnabled(int32_t device) {
+  return device < 0 ? hostCacheLimit() > 0 : cacheEnabled();
 }
 
 Registry &registry() {
@@ -95,6 +120,8 @@ namespace {
 /// the matmul itself, measured on a 2-core EPYC; docs/performance.md).
 constexpr size_t kHugeBytes = size_t(4) << 20;
 constexpr size_t kHugePage = size_t(2) << 20;
+static_assert(kHugeBytes == size_t(kMinCachedHostBytes),
+              "the host cache keeps the huge-page blocks");
 
 void *defaultAllocate(size_t alignment, size_t bytes) {
   if (bytes >= kHugeBytes && alignment <= kHugePage) {
@@ -111,7 +138,18 @@ std::atomic<void *(*)(size_t, size_t)> allocateHook{defaultAllocate};
 std::atomic<void (*)(void *)> releaseHook{defaultRelease};
 } // namespace
 
+int64_t hostCapacity(int64_t bytes) noexcept {
+  if (bytes < kMinCachedHostBytes)
+    return 0;
+  constexpr int64_t kPage = int64_t(kHugePage);
+  if (bytes > INT64_MAX - kPage)
+    return 0;
+  return (bytes + kPage - 1) / kPage * kPage;
+}
+
 void setHostAllocatorForTesting(const HostAllocator *allocator) {
+  // Cached host blocks go back to the allocator that made them.
+  (void)releaseCachedBlocks();
   allocateHook.store(allocator ? allocator->allocate : defaultAllocate);
   releaseHook.store(allocator ? allocator->release : defaultRelease);
 }
@@ -144,7 +182,7 @@ int64_t managedCapacity(int64_t bytes) noexcept {
 void *takeCachedBlock(int32_t device, int64_t capacity, int64_t bytes,
                       bool &hostTouched) noexcept {
   hostTouched = false;
-  if (!cacheEnabled())
+  if (!cacheEnabled(device))
     return nullptr;
   Registry &r = registry();
   uintptr_t self = threadToken();
@@ -174,6 +212,8 @@ void *takeCachedBlock(int32_t device, int64_t capacity, int64_t bytes,
       info.bytes = bytes;
       --r.cachedCount;
       r.cachedBytes -= info.capacity;
+      if (device < 0)
+        r.cachedHostBytes -= info.capacity;
       r.liveBytes += bytes;
       return pointer;
     }
@@ -195,6 +235,8 @@ int64_t releaseCachedBlocks() noexcept {
         released.emplace_back(it->first, it->second);
         --r.cachedCount;
         r.cachedBytes -= it->second.capacity;
+        if (it->second.kind == BufferKind::Host)
+          r.cachedHostBytes -= it->second.capacity;
         r.buffers.erase(it);
         blocks[i] = blocks.back();
         blocks.pop_back();
@@ -300,6 +342,21 @@ int32_t runtime_free(void *allocated) {
         r.cachedBytes += kept.capacity;
         return KINA_STATUS_SUCCESS;
       }
+      if (info.kind == BufferKind::Host &&
+          info.capacity >= kina::rt::kMinCachedHostBytes &&
+          r.cachedHostBytes + info.capacity <= hostCacheLimit()) {
+        // A large host block kept for reuse (Registry.h): its pages stay
+        // mapped, so the next result of its size is not faulted in and
+        // zeroed by the kernel again. Any thread may take it at once.
+        BufferInfo &kept = it->second;
+        kept.cached = true;
+        kept.owner = 0;
+        r.freeLists[{-1, kept.capacity}].push_back(allocated);
+        ++r.cachedCount;
+        r.cachedBytes += kept.capacity;
+        r.cachedHostBytes += kept.capacity;
+        return KINA_STATUS_SUCCESS;
+      }
       r.buffers.erase(it);
     }
     return kina::rt::releaseMemory(allocated, info.kind, info.device,
@@ -317,6 +374,7 @@ int32_t runtime_gpu_free_all(void) {
       r.liveBytes = 0;
       r.cachedCount = 0;
       r.cachedBytes = 0;
+      r.cachedHostBytes = 0;
       r.freeLists.clear();
       r.deferred.clear();
     }

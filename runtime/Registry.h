@@ -46,17 +46,38 @@ void recordBuffer(void *pointer, int64_t bytes, BufferKind kind, int32_t device,
 /// share a class; at most 25% more than asked).
 int64_t managedCapacity(int64_t bytes) noexcept;
 
-/// Takes a cached managed block of `device` whose capacity is between
-/// `capacity` and capacity + capacity / 4 and that the calling thread may
-/// use, records it as live with `bytes` and returns it; null when there is
+// --- The cache of large host blocks -----------------------------------------
+// A host buffer of at least kMinCachedHostBytes (4 MiB: the huge-page blocks
+// of the default allocator, Registry.cpp) is allocated with the capacity
+// hostCapacity gives, and runtime_free keeps it, recorded and cached, while
+// the cached host blocks total at most $KINA_HOST_CACHE_MB MiB (default
+// 1024; 0 turns this cache off). The next host allocation whose capacity is
+// within a quarter above it takes it back (takeCachedBlock, device -1), with
+// its pages still mapped: a program that calls kina_<fn> in a loop and
+// frees each result does not pay, per call, the kernel's page faults and
+// zeroing of a fresh result (7.5 ms of a 25 ms softmax over [4096, 4096] f32,
+// docs/performance.md). Unlike managed blocks, any thread may reuse a host
+// block at once. runtime_gpu_free_all and releaseCachedBlocks free them.
+
+/// Host buffers from this many bytes on are cached.
+inline constexpr int64_t kMinCachedHostBytes = int64_t(4) << 20;
+
+/// The capacity of a host buffer of `bytes`: 0 below kMinCachedHostBytes
+/// (not cached), else `bytes` rounded up to 2 MiB.
+int64_t hostCapacity(int64_t bytes) noexcept;
+
+/// Takes a cached block of `device` (-1: a host block) whose capacity is
+/// between `capacity` and capacity + capacity / 4 and that the calling
+/// thread may use, records it as live with `bytes` and returns it; null when there is
 /// none. `hostTouched` says whether it was freed outside a kina_<fn> call
 /// (a result the program may have read on the host: its pages may have
 /// migrated there). Throws nothing.
 void *takeCachedBlock(int32_t device, int64_t capacity, int64_t bytes,
                       bool &hostTouched) noexcept;
 
-/// Frees (cuMemFree) every cached block no thread's running call holds;
-/// returns the bytes given back. For an allocation the driver refused.
+/// Frees (cuMemFree, or the host allocator's release) every cached block no
+/// thread's running call holds; returns the bytes given back. For an
+/// allocation the driver or the system refused.
 int64_t releaseCachedBlocks() noexcept;
 
 /// Makes the blocks the calling thread freed during its call available to

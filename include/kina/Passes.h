@@ -20,6 +20,11 @@
 //    producer that reads its init fused through a broadcasting map
 //    (src/passes/workarounds/ElementwiseFusion.cpp). On tensors, before
 //    bufferization, at -O1 and above.
+//  - kina-fuse-rows: each all-parallel linalg.generic reading a row
+//    reduction's result broadcast along its rows becomes one loop over rows
+//    with its row reductions and the elementwise ops between fused in
+//    (scf::tileConsumerAndFuseProducersUsingSCF), marked for the thread pool
+//    (src/passes/FuseRows.cpp). On tensors, cpu target, at -O1 and above.
 //  - kina-empty-reshape: each `tensor.collapse_shape` and
 //    `tensor.expand_shape` whose source has a static 0 dim becomes a
 //    `tensor.empty` of its result's sizes: MLIR 22's bufferization turns a

@@ -162,6 +162,25 @@ def MatmulKernelPass : Pass<"kina-matmul-kernel", "mlir::ModuleOp"> {
                            "mlir::linalg::LinalgDialect"];
 }
 
+def FuseRowsPass : Pass<"kina-fuse-rows", "mlir::ModuleOp"> {
+  let summary = "One loop over rows for row reductions and the ops that "
+                "broadcast them back (cpu)";
+  let description = [{
+    Tiles each all-parallel linalg.generic that reads a row reduction's
+    result broadcast along its innermost loop (softmax's division,
+    layer_norm's normalisation) one row per iteration
+    (scf::tileConsumerAndFuseProducersUsingSCF) and fuses into that loop
+    the linalg producers whose row tile is part of their result (the row
+    reductions, their fills, elementwise ops between); contractions and
+    reductions along columns stay outside. The row loop is marked for the
+    runtime's thread pool. On tensors before bufferization, at -O1 and
+    above, cpu target: src/passes/FuseRows.cpp.
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect",
+                           "mlir::tensor::TensorDialect",
+                           "mlir::linalg::LinalgDialect"];
+}
+
 def TileAndVectorizePass
     : Pass<"kina-tile-and-vectorize", "mlir::ModuleOp"> {
   let summary = "Tile linalg ops on buffers and vectorise the tiles with "

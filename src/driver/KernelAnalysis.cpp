@@ -531,8 +531,40 @@ bool isLibraryFallback(gpu::LaunchFuncOp launch) {
   return false;
 }
 
+/// How many times the body of the loops over rows around `op` runs
+/// (kina-fuse-rows' `scf.for` nests, cpu, marked kina.row_loop): the
+/// product of their trip counts, 1 outside any; std::nullopt where a bound
+/// is not known.
+std::optional<int64_t> enclosingTrips(Operation *op, SizeEvaluator &sizes) {
+  int64_t trips = 1;
+  for (auto loop = op->getParentOfType<scf::ForOp>(); loop;
+       loop = loop->getParentOfType<scf::ForOp>()) {
+    if (!loop->hasAttr("kina.row_loop"))
+      continue;
+    std::optional<int64_t> l = sizes.index(loop.getLowerBound()),
+                           h = sizes.index(loop.getUpperBound()),
+                           st = sizes.index(loop.getStep());
+    if (!l || !h || !st || *st <= 0)
+      return std::nullopt;
+    trips *= std::max<int64_t>(0, (*h - *l + *st - 1) / *st);
+  }
+  return trips;
+}
+
+/// `k`'s figures for one run of its loop body times `trips` runs.
+void scaleKernel(KernelInfo &k, std::optional<int64_t> trips) {
+  auto scale = [&](std::optional<int64_t> &v) {
+    v = (v && trips) ? std::optional<int64_t>(*v * *trips) : std::nullopt;
+  };
+  scale(k.iterations);
+  scale(k.flops);
+  scale(k.bytesRead);
+  scale(k.bytesWritten);
+}
+
 /// The kernels and intermediates of every Kina function of `module`, at the
-/// linalg level (each linalg op and memref.copy one kernel).
+/// linalg level (each linalg op and memref.copy one kernel; one inside a
+/// loop over rows counted for all its rows).
 std::vector<FunctionKernels> collectLinalgKernels(ModuleOp module,
                                                   llvm::StringRef file,
                                                   const ShapeBindings &shapes) {
@@ -546,6 +578,8 @@ std::vector<FunctionKernels> collectLinalgKernels(ModuleOp module,
     fn.walk<WalkOrder::PreOrder>([&](Operation *op) {
       if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
         f.kernels.push_back(linalgKernel(linalgOp, sizes, file));
+        if (op->getParentOfType<scf::ForOp>())
+          scaleKernel(f.kernels.back(), enclosingTrips(op, sizes));
         return WalkResult::skip();
       }
       if (auto copy = dyn_cast<memref::CopyOp>(op)) {

@@ -225,16 +225,22 @@ void outlineMarkedLoops(RewriterBase &rewriter, ModuleOp module) {
     if (auto attr = loop->getAttrOfType<IntegerAttr>(kParallelGrainAttr))
       grain = attr.getInt();
     loop->removeAttr(kParallelGrainAttr);
-    if (grain <= 0)
+    // A loop left on the calling thread still gets its scratch allocas
+    // once, not one per iteration (a growing stack).
+    if (grain <= 0) {
+      hoistAllocas(loop);
       continue;
+    }
     rewriter.setInsertionPoint(loop);
     IRMapping clones;
     Value cost = costAtGrain(
         rewriter, loop.getLoc(),
         loopWork(rewriter, loop.getLoc(), loop, loop, clones), grain);
     std::optional<int64_t> known = getConstantIntValue(cost);
-    if (known && *known < kMinParallelCost)
+    if (known && *known < kMinParallelCost) {
+      hoistAllocas(loop);
       continue;
+    }
     (void)outlineParallelLoop(rewriter, loop, cost);
   }
 }

@@ -29,6 +29,14 @@ inline constexpr llvm::StringLiteral kParallelBodyAttr = "kina.parallel_body";
 /// outline.
 inline constexpr llvm::StringLiteral kParallelLoopAttr = "kina.parallel_loop";
 
+/// Unit attribute on each `scf.for` of a loop nest over rows that
+/// kina-fuse-rows builds on tensors (the outermost one also carries
+/// kParallelLoopAttr): bufferization keeps it, the cpu pipeline promotes the
+/// small static buffers allocated inside such a loop to the stack, and
+/// kina-tile-and-vectorize moves them to the top of the outermost loop's
+/// body (then removes this attribute).
+inline constexpr llvm::StringLiteral kRowLoopAttr = "kina.row_loop";
+
 /// Loops whose estimated work is a constant below this many cost units
 /// are not outlined: the runtime would run them on the caller anyway (two
 /// grains of runtime/Parallel.cpp, kina_rt_parallel_threads).

@@ -39,6 +39,10 @@
 //     transfer permutations to broadcasts/transposes, 1-D transfers to
 //     vector.load/store). n-D transfers left over go through
 //     convert-vector-to-scf in the cpu pipeline;
+//  0. (before the others) the loops over rows of kina-fuse-rows get
+//     their scratch buffers at the top of the outermost one, which runs on
+//     the thread pool (step 7); the ops inside are tiled and vectorised as
+//     below, their own loops staying on the row loop's thread;
 //  7. the outermost loop of each nest, when it is a parallel loop of the op
 //     (never a reduction: a row's sum keeps its order whatever the thread
 //     count), outlined for the runtime's thread pool (src/passes/
@@ -131,17 +135,71 @@ bool isCandidate(linalg::LinalgOp op) {
 }
 
 /// The loop vectorised: the one most operands access contiguously (the
-/// last result of their indexing map), the innermost on a tie.
+/// last result of their indexing map), the innermost on a tie; a loop of
+/// static extent 1 only when every loop has it (a row of kina-fuse-rows,
+/// [1, N], reads its reduced values [1] contiguously along the unit loop).
 unsigned vectorDim(linalg::LinalgOp op) {
+  llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   llvm::SmallVector<unsigned> contiguous(op.getNumLoops(), 0);
   for (AffineMap map : op.getIndexingMapsArray())
     if (map.getNumResults() > 0)
       ++contiguous[map.getDimPosition(map.getNumResults() - 1)];
   unsigned best = op.getNumLoops() - 1;
-  for (unsigned d = op.getNumLoops(); d-- > 0;)
-    if (contiguous[d] > contiguous[best])
+  for (unsigned d = op.getNumLoops(); d-- > 0;) {
+    if (ranges[d] == 1)
+      continue;
+    if (ranges[best] == 1 || contiguous[d] > contiguous[best])
       best = d;
+  }
   return best;
+}
+
+/// Whether `op` is nested in a loop marked kParallelLoopAttr (a row loop of
+/// kina-fuse-rows): the loops of the ops inside it stay on its thread.
+bool insideParallelLoop(Operation *op) {
+  for (Operation *parent = op->getParentOp(); parent;
+       parent = parent->getParentOp())
+    if (parent->hasAttr(kParallelLoopAttr))
+      return true;
+  return false;
+}
+
+/// Step 0: the loop nests over rows of kina-fuse-rows (kRowLoopAttr; the
+/// outermost one already marked kParallelLoopAttr): the static
+/// `memref.alloca`s of their inner bodies (a row's reduced values, promoted
+/// to the stack in the cpu pipeline) move to the top of the outermost body,
+/// where outlining (Parallel.h) hoists them once per piece of work; the
+/// outermost loop's grain is the "cpu.vectorize" schedule's (kina/Tuning.h)
+/// of the statement of its first linalg op, when tuned.
+void lowerRowLoops(RewriterBase &rewriter, ModuleOp module,
+                   const TuningParameters *tuning) {
+  llvm::SmallVector<scf::ForOp> outer;
+  module.walk([&](scf::ForOp loop) {
+    if (loop->hasAttr(kRowLoopAttr) && loop->hasAttr(kParallelLoopAttr))
+      outer.push_back(loop);
+  });
+  for (scf::ForOp loop : outer) {
+    loop.getBody()->walk([&](scf::ForOp inner) {
+      if (!inner->hasAttr(kRowLoopAttr))
+        return;
+      for (auto alloca : llvm::make_early_inc_range(
+               inner.getBody()->getOps<memref::AllocaOp>()))
+        if (alloca->getNumOperands() == 0)
+          alloca->moveBefore(&loop.getBody()->front());
+      inner->removeAttr(kRowLoopAttr);
+    });
+    loop->removeAttr(kRowLoopAttr);
+    loop.getBody()->walk([&](linalg::LinalgOp op) {
+      if (const Schedule *s =
+              tuning ? tuning->lookup(tuningKey(op, kVectorizeKeyKind))
+                     : nullptr) {
+        int64_t grain = s->get("grain", kRuntimeGrain);
+        if (grain != kRuntimeGrain)
+          loop->setAttr(kParallelGrainAttr, rewriter.getI64IntegerAttr(grain));
+      }
+      return WalkResult::interrupt();
+    });
+  }
 }
 
 /// Tiles `op` (steps 1 and 2 of the file comment) and marks its full tiles
@@ -181,7 +239,8 @@ LogicalResult tileAndPeel(RewriterBase &rewriter, linalg::LinalgOp op,
     tile->setAttr(kFullTileAttr, rewriter.getUnitAttr());
   // Every loop is tiled, so the loops are in loop-dim order. The outermost
   // one runs on the thread pool (step 7) when it is a parallel loop.
-  if (op.getIteratorTypesArray()[0] == utils::IteratorType::parallel) {
+  if (op.getIteratorTypesArray()[0] == utils::IteratorType::parallel &&
+      !insideParallelLoop(tiled->loops[0])) {
     tiled->loops[0]->setAttr(kParallelLoopAttr, rewriter.getUnitAttr());
     if (grain != kRuntimeGrain)
       tiled->loops[0]->setAttr(kParallelGrainAttr,
@@ -361,6 +420,9 @@ struct TileAndVectorizePass final
     ModuleOp module = getOperation();
     MLIRContext *context = &getContext();
     IRRewriter rewriter(context);
+
+    // Step 0: kina-fuse-rows' loops over rows.
+    lowerRowLoops(rewriter, module, tuning.get());
 
     // Steps 1-2.
     llvm::SmallVector<linalg::LinalgOp> candidates;

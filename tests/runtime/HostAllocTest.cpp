@@ -5,10 +5,11 @@
 // runtime_live_*: ranks 0..4 with sizes, strides, offset and 64-byte
 // alignment checked and every element written and read back; zero-size
 // dims; every validation error (status 1, nothing allocated, pointers null);
-// an unallocatable size (status 2); and exact counts after 4 threads of
-// concurrent allocation and freeing.
+// an unallocatable size (status 2); the cache of large blocks; and exact
+// counts after 4 threads of concurrent allocation and freeing.
 //
 //===----------------------------------------------------------------------===//
+#include "Registry.h"
 #include "RuntimeTestUtil.h"
 
 #include <gtest/gtest.h>
@@ -208,6 +209,55 @@ TEST_F(HostAlloc, FreeAllIsIdempotent) {
   EXPECT_EQ(runtime_live_buffer_count(), 0);
   for (void *pointer : pointers)
     EXPECT_EQ(runtime_free(pointer), 1);
+}
+
+/// The cache of large host blocks (runtime/Registry.h): a freed buffer of 4
+/// MiB or more is kept (not live, still "already freed" to runtime_free)
+/// and handed to the next allocation of its capacity or up to a quarter
+/// less; smaller buffers are released; runtime_gpu_free_all frees the kept.
+TEST_F(HostAlloc, LargeBuffersAreKeptForReuse) {
+  using kina::rt::cacheStats;
+  ASSERT_EQ(cacheStats().blocks, 0);
+  TestMemRef<2> big({5, int64_t(1) << 20}); // 20 MiB of f32
+  ASSERT_EQ(_mlir_ciface_runtime_host_alloc_unranked(&big.unranked, 4), 0)
+      << kina_last_error();
+  void *first = big.ranked.allocated;
+  static_cast<float *>(big.ranked.aligned)[(5 << 20) - 1] = 1.0f;
+  ASSERT_EQ(runtime_free(first), 0);
+  EXPECT_EQ(cacheStats().blocks, 1);
+  EXPECT_EQ(cacheStats().bytes, int64_t(20) << 20);
+  EXPECT_EQ(runtime_live_buffer_count(), 0);
+  EXPECT_EQ(runtime_live_bytes(), 0);
+  EXPECT_EQ(runtime_free(first), KINA_STATUS_VALIDATION_ERROR)
+      << "a kept block is still freed to its owner";
+
+  // 17 MiB (capacity 18 MiB: the 20 MiB block is within a quarter above).
+  TestMemRef<1> near({int64_t(17) << 18});
+  ASSERT_EQ(_mlir_ciface_runtime_host_alloc_unranked(&near.unranked, 4), 0);
+  EXPECT_EQ(near.ranked.allocated, first);
+  EXPECT_EQ(cacheStats().blocks, 0);
+  EXPECT_EQ(runtime_live_bytes(), int64_t(17) << 20);
+  // 8 MiB while it is live: a new block.
+  TestMemRef<1> other({int64_t(2) << 20});
+  ASSERT_EQ(_mlir_ciface_runtime_host_alloc_unranked(&other.unranked, 4), 0);
+  EXPECT_NE(other.ranked.allocated, first);
+  // 1 MiB: below the threshold, released at once.
+  TestMemRef<1> small({int64_t(1) << 18});
+  ASSERT_EQ(_mlir_ciface_runtime_host_alloc_unranked(&small.unranked, 4), 0);
+  ASSERT_EQ(runtime_free(small.ranked.allocated), 0);
+  EXPECT_EQ(cacheStats().blocks, 0);
+  ASSERT_EQ(runtime_free(near.ranked.allocated), 0);
+  ASSERT_EQ(runtime_free(other.ranked.allocated), 0);
+  EXPECT_EQ(cacheStats().blocks, 2);
+  // 64 MiB: no kept block is large enough (8 and 20 MiB).
+  TestMemRef<1> huge({int64_t(16) << 20});
+  ASSERT_EQ(_mlir_ciface_runtime_host_alloc_unranked(&huge.unranked, 4), 0);
+  EXPECT_EQ(cacheStats().blocks, 2);
+  ASSERT_EQ(runtime_free(huge.ranked.allocated), 0);
+  EXPECT_EQ(cacheStats().blocks, 3);
+  EXPECT_EQ(runtime_gpu_free_all(), 0);
+  EXPECT_EQ(cacheStats().blocks, 0);
+  EXPECT_EQ(cacheStats().bytes, 0);
 }
 
 TEST_F(HostAlloc, ConcurrentAllocAndFreeKeepExactCounts) {

@@ -10,8 +10,13 @@
 //   canonicalize, kina-elementwise-fusion, cse          (-O1 and above;
 //                       canonicalize without truncf(sitofp) folding,
 //                       fusion within rank 8: src/passes/workarounds/)
+//   kina-fuse-rows, kina-elementwise-fusion,            (-O1 and above:
+//   canonicalize, cse            normalisations as one loop over rows)
 //   kina-empty-reshape                        (src/passes/workarounds/)
+//   eliminate-empty-tensors                             (-O1 and above)
 //   one-shot-bufferize (function boundaries, identity layouts)
+//   promote-buffers-to-stack, cse,  (-O1 and above: row scratch only;
+//   canonicalize                     the row loops' iter_args dropped)
 //   kina-buffer-ownership, kina-entry-points            (Passes.h)
 //   kina-matmul-kernel, kina-tile-and-vectorize,        (-O1 and above;
 //   convert-vector-to-scf                  vector-bits from the processor)
@@ -43,6 +48,8 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -110,12 +117,37 @@ unsigned processorVectorBits(llvm::StringRef mcpu) {
   return 128;
 }
 
+/// The promote-buffers-to-stack predicate of the cpu pipeline: an
+/// allocation directly in a loop over rows of kina-fuse-rows (an `scf.for`
+/// marked kina.row_loop, src/passes/Parallel.h) with a static shape of at
+/// most kMaxRowScratchBytes.
+bool isRowScratch(Value alloc) {
+  constexpr int64_t kMaxRowScratchBytes = 4096;
+  auto type = dyn_cast<MemRefType>(alloc.getType());
+  Operation *op = alloc.getDefiningOp();
+  Operation *parent = op ? op->getParentOp() : nullptr;
+  if (!type || !parent || !isa<scf::ForOp>(parent) ||
+      !parent->hasAttr("kina.row_loop") ||
+      !type.hasStaticShape() || !type.getElementType().isIntOrFloat())
+    return false;
+  int64_t bits = type.getNumElements() *
+                 int64_t(type.getElementType().getIntOrFloatBitWidth());
+  return bits <= kMaxRowScratchBytes * 8;
+}
+
 void CpuTarget::buildPipeline(OpPassManager &pm,
                               const TargetOptions &options) const {
   bool optimize = options.optLevel > 0;
   pm.addPass(createReadOnlyArgumentsPass());
   if (optimize) {
     pm.addPass(kina::createCanonicalizerPass());
+    pm.addPass(createElementwiseFusionPass());
+    pm.addPass(kina::createCanonicalizerPass());
+    pm.addPass(mlir::createCSEPass());
+    // Normalisations as one loop over rows (src/passes/FuseRows.cpp); the
+    // second elementwise fusion folds each fused copy of an elementwise
+    // producer into its one consumer inside that loop.
+    pm.addPass(createFuseRowsPass());
     pm.addPass(createElementwiseFusionPass());
     pm.addPass(kina::createCanonicalizerPass());
     pm.addPass(mlir::createCSEPass());
@@ -128,7 +160,23 @@ void CpuTarget::buildPipeline(OpPassManager &pm,
   bufferize.unknownTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(createEmptyReshapePass());
+  // The output row of each loop over rows written in place, not in a
+  // per-row temporary copied out (a tensor.empty whose value is inserted
+  // into the loop's shared output becomes a slice of that output).
+  if (optimize)
+    pm.addPass(bufferization::createEmptyTensorEliminationPass());
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // A row's reduced values (kina-fuse-rows: small static buffers allocated
+  // inside a loop over rows) on the stack: kina-buffer-ownership handles the
+  // straight-line function body only.
+  // CSE and canonicalization then drop such a loop's memref iter_args (the
+  // result, written in place) so that it can be outlined.
+  if (optimize) {
+    pm.addNestedPass<func::FuncOp>(
+        bufferization::createPromoteBuffersToStackPass(isRowScratch));
+    pm.addPass(mlir::createCSEPass());
+    pm.addPass(kina::createCanonicalizerPass());
+  }
   pm.addPass(createBufferOwnershipPass());
   pm.addPass(createEntryPointsPass(options.stamp));
   pm.addPass(createTensorDescEntryPointsPass());
