@@ -133,8 +133,8 @@ bool readsReduction(Value value, int depth) {
 }
 
 /// Whether `op` is a root (file comment): all loops parallel, at least two,
-/// an input that a row reduction computes, read without the innermost loop
-/// (the reduced values are broadcast along the row).
+/// none of static extent 0, an input that a row reduction computes, read
+/// through (d0, ..., dn-2) (the reduced values broadcast along the row).
 bool isRoot(linalg::GenericOp op) {
   if (!op.hasPureTensorSemantics() || op.getNumLoops() < 2 ||
       op.getNumParallelLoops() != op.getNumLoops() || !isFusible(op))
