@@ -23,6 +23,7 @@
 #   kbench_tf32.so   the same with --allow-tf32 (the TF32 matmul row)
 #   mlp.so           samples/digits/mlp.kir (the digits MLP)
 #   gpt2_f32.so, gpt2_bf16.so   bench/gpu/gpt2_{f32,bf16}.kir
+#   attention.so     bench/gpu/probe/attention.kir (probe/attention.py)
 #   kbench_kernel.so kernels.kir with --gpu-matmul=kernel (matmul on the
 #                    generated kernel instead of cuBLASLt), when this kinac
 #                    has that option: the measurement issue 12 asks for
@@ -58,6 +59,7 @@ compile "$here/kernels.kir" "$out/kbench_tf32.so" --allow-tf32
 compile "$root/samples/digits/mlp.kir" "$out/mlp.so"
 compile "$here/gpt2_f32.kir" "$out/gpt2_f32.so"
 compile "$here/gpt2_bf16.kir" "$out/gpt2_bf16.so"
+compile "$here/probe/attention.kir" "$out/attention.so"
 if "$kinac" --help 2>/dev/null | grep -q -- '--gpu-matmul'; then
   compile "$here/kernels.kir" "$out/kbench_kernel.so" --gpu-matmul=kernel
 fi

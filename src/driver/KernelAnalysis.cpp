@@ -616,8 +616,13 @@ std::optional<SourcePoint> anchorOf(Location loc, llvm::StringRef file) {
 
 void KernelProbe::runBeforePass(Pass *pass, Operation *op) {
   auto module = dyn_cast<ModuleOp>(op);
-  if (!module || pass->getArgument() != "kina-gpu-map-row-chains")
+  // Before the first kernel mapper: kina-gpu-map-attention (-O1 and up)
+  // or kina-gpu-map-row-chains.
+  if (!module || linalgLevelTaken ||
+      (pass->getArgument() != "kina-gpu-map-attention" &&
+       pass->getArgument() != "kina-gpu-map-row-chains"))
     return;
+  linalgLevelTaken = true;
   linalgLevel = collectLinalgKernels(module, file, shapes);
   // The location of each op, which its launch must carry (runAfterPass).
   anchors.clear();

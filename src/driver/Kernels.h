@@ -153,6 +153,8 @@ private:
   ShapeBindings shapes;
   /// cuda: the linalg-level kernels, matched to the launches afterwards.
   std::vector<FunctionKernels> linalgLevel;
+  /// cuda: linalgLevel was taken (before the first mapper that ran).
+  bool linalgLevelTaken = false;
   /// cuda: per function, the location of each linalg-level kernel's op.
   std::vector<std::vector<std::optional<SourcePoint>>> anchors;
 };

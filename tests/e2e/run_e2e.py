@@ -695,6 +695,49 @@ def _(rng):
     return Case(kir, "f", runs)
 
 
+def _attention_ref(q, kt, v, scale, keep):
+    """Attention with the spec's roundings: each op's result rounded to
+    f16 (the products accumulated in float64 here), softmax in float64."""
+    h = np.float16
+    s = (f64(q) @ f64(kt)).astype(h)
+    s = (f64(s) * scale).astype(h)
+    s = np.where(keep, f64(s), -np.inf)
+    p = _softmax(s, -1).astype(h)
+    return (f64(p) @ f64(v)).astype(h)
+
+
+def _attention_case(mask_op, keep_fn):
+    # 128 queries and keys, heads of 64: the shape the cuda target's
+    # flash-attention kernel takes (kina-gpu-map-attention; it rounds P
+    # before the division by the row sum instead of after: tolerance 4e-3).
+    # "le" is the causal mask (key blocks above the diagonal skipped),
+    # "ge" its mirror (rows that meet a whole block of -inf first).
+    def build(rng):
+        kir = ("func @f(%q: f16[2, 128, 64], %kt: f16[2, 64, 128], "
+               "%v: f16[2, 128, 64]) -> f16[2, 128, 64] {\n"
+               "  %s0 = matmul %q, %kt : f16[2, 128, 128]\n"
+               "  %s1 = mul %s0, 0.125\n"
+               "  %i = iota {axis = 0} : i32[128, 128]\n"
+               "  %j = iota {axis = 1} : i32[128, 128]\n"
+               f"  %keep = {mask_op} %j, %i\n"
+               "  %s = select %keep, %s1, -inf : f16[2, 128, 128]\n"
+               "  %p = softmax %s {axis = -1}\n"
+               "  %o = matmul %p, %v : f16[2, 128, 64]\n"
+               "  return %o\n}\n")
+        q = uniform(rng, (2, 128, 64), -1, 1, np.float16)
+        kt = uniform(rng, (2, 64, 128), -1, 1, np.float16)
+        v = uniform(rng, (2, 128, 64), -2, 2, np.float16)
+        keep = keep_fn(np.arange(128)[:, None], np.arange(128)[None, :])
+        return Case(kir, "f", [Run([q, kt, v],
+                                   [_attention_ref(q, kt, v, 0.125, keep)],
+                                   tol={0: 4e-3})])
+    return build
+
+
+case("attention_causal_f16")(_attention_case("le", lambda i, j: j <= i))
+case("attention_anticausal_f16")(_attention_case("ge", lambda i, j: j >= i))
+
+
 @case("log_softmax_rows")
 def _(rng):
     kir = ("func @f(%x: f32[N, 7]) -> f32[N, 7] {\n"

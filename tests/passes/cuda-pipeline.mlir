@@ -47,7 +47,7 @@
 // CHECK: gpu.launch_func  @[[MM:mm_kernel_[0-9]+]]::@mm_kernel {{.*}} threads in (%c16{{.*}}, %c16
 // CHECK: return
 // CHECK: gpu.module @[[MM]] {
-// CHECK: gpu.func @mm_kernel({{.*}}) workgroup({{.*}} : memref<16x16xf32, #gpu.address_space<workgroup>>, {{.*}} : memref<16x16xf32, #gpu.address_space<workgroup>>) kernel
+// CHECK: gpu.func @mm_kernel({{.*}}) workgroup({{.*}} : memref<16x16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, {{.*}} : memref<16x16xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel
 // CHECK: gpu.barrier
 
 // The fill and the row sum: one block-per-row kernel (kina-gpu-map-rows),

@@ -27,6 +27,9 @@ namespace kina::cuda {
 
 // The kernel mappers, declared in CudaPasses.td (TableGen writes
 // their create functions here), in the order the pipeline runs them:
+//  - `kina-gpu-map-attention` (GpuMapAttention.cpp, -O1 and up): attention
+//    written out (matmul, the scores' elementwise ops, softmax, matmul;
+//    bf16/f16) to one flash-attention kernel on mma.sync steps;
 //  - `kina-gpu-map-row-chains` (GpuMapRowChains.cpp,
 //    createGpuMapRowChainsPass()): a run of ops over small static rows
 //    with at least one small matmul (an MLP's forward) to one
@@ -84,6 +87,9 @@ std::unique_ptr<mlir::Pass> createGpuMapReductionsPass(CudaTuning tuning);
 std::unique_ptr<mlir::Pass>
 createGpuMapElementwisePass(const GpuMapElementwisePassOptions &options,
                             CudaTuning tuning);
+
+/// The SM number of `gpuArch` ("sm_90a" -> 90; 0 when it has none).
+unsigned smVersion(llvm::StringRef gpuArch);
 
 /// The PTX feature string for `gpuArch` (LLVM's default, PTX 6.0, cannot
 /// target sm_90 and aborts the process).

@@ -95,6 +95,47 @@ def GpuMapMatmulPass : Pass<"kina-gpu-map-matmul", "mlir::ModuleOp"> {
                            "mlir::scf::SCFDialect"];
 }
 
+def GpuMapAttentionPass : Pass<"kina-gpu-map-attention", "mlir::ModuleOp"> {
+  let summary = "Map attention written out (matmul, the scores' elementwise "
+                "ops, softmax, matmul; bf16/f16) to one flash-attention "
+                "kernel on mma.sync tensor-core steps";
+  let description = [{
+    Finds the bufferized run `S = Q KT; X = f(S); P = softmax(X); O = P V`
+    (Q, KT, V and P bf16 or f16, f32 accumulation, any batch loops; f the
+    scores' fused elementwise ops: a scale, a mask) and replaces it with
+    one kernel: 64 query rows a block of 4 warps, keys in steps of 64
+    through workgroup memory, the scores kept in registers, the online
+    softmax (FlashAttention-2), `nvvm.mma.sync` m16n8k16 for both
+    products, key blocks above the diagonal skipped when f ends in a
+    causal `select(n <= m, x, -inf)`. The intermediates are no longer
+    allocated. Needs static shapes, M and N multiples of 64, head dims
+    multiples of 16 up to 128 (GpuMapAttention.cpp says what else). Runs
+    first among the mappers. Cannot fail.
+  }];
+  let dependentDialects = ["mlir::affine::AffineDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::gpu::GPUDialect",
+                           "mlir::LLVM::LLVMDialect",
+                           "mlir::math::MathDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::NVVM::NVVMDialect",
+                           "mlir::scf::SCFDialect",
+                           "mlir::vector::VectorDialect"];
+}
+
+def GpuAlignWorkgroupPass : Pass<"kina-gpu-align-workgroup", "mlir::ModuleOp"> {
+  let summary = "Give every outlined kernel's workgroup buffers 16-byte "
+                "alignment (llvm.align)";
+  let description = [{
+    MLIR 22 lowers a workgroup attribution without `llvm.align` to a
+    global aligned to its element type only (2 bytes for bf16), while
+    LLVM's NVPTX back end merges accesses at 16-byte offsets into 16-byte
+    `st.shared.v4` ones. Sets `llvm.align = 16` on every `gpu.func`
+    workgroup attribution that has none. Runs after gpu-kernel-outlining.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 def GpuMapRowsPass : Pass<"kina-gpu-map-rows", "mlir::ModuleOp"> {
   let summary = "Map a run of row reductions and their elementwise "
                 "producers and consumers (softmax, the norms) to one "

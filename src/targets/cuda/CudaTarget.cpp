@@ -10,11 +10,15 @@
 //              fusion, canonicalize, cse (-O1 and up), kina-empty-reshape,
 //              one-shot-bufferize, kina-buffer-ownership, kina-entry-points
 //              (with the kina_rt_gpu_* calls), linalg-generalize-named-ops,
-//              kina-gpu-map-matmul, kina-gpu-map-reductions,
+//              kina-gpu-map-attention (-O1 and up), kina-gpu-map-row-
+//              chains, kina-gpu-map-matmul, kina-gpu-map-rows,
+//              kina-gpu-map-reductions,
 //              kina-gpu-map-elementwise, gpu-launch-sink-index-computations,
-//              gpu-kernel-outlining          <- --emit=mlir-gpu stops here
+//              gpu-kernel-outlining, kina-gpu-align-workgroup
+//                                            <- --emit=mlir-gpu stops here
 //   gpu-nvvm:  kina-expand-shape, expand-strided-metadata, lower-affine,
-//              convert-scf-to-cf, canonicalize + cse, arith-expand{bf16},
+//              convert-scf-to-cf, canonicalize + cse, arith-expand (bf16
+//              too below sm_80),
 //              nvvm-attach-target{chip=--gpu-arch, features=+ptxNN, O},
 //              in each gpu.module: convert-gpu-to-nvvm, canonicalize, cse,
 //              reconcile-unrealized-casts
@@ -75,12 +79,17 @@ using namespace mlir;
 
 namespace kina::cuda {
 
-std::string ptxFeatures(llvm::StringRef gpuArch) {
-  // PTX 8.0 introduced sm_90/sm_90a; the Blackwell SMs need 8.6 to 8.8.
+unsigned smVersion(llvm::StringRef gpuArch) {
   unsigned sm = 0;
   llvm::StringRef digits = gpuArch.drop_front(3).take_while(
       [](char c) { return c >= '0' && c <= '9'; });
   digits.getAsInteger(10, sm);
+  return sm;
+}
+
+std::string ptxFeatures(llvm::StringRef gpuArch) {
+  // PTX 8.0 introduced sm_90/sm_90a; the Blackwell SMs need 8.6 to 8.8.
+  unsigned sm = smVersion(gpuArch);
   if (sm >= 100)
     return "+ptx88";
   return "+ptx80";
@@ -269,6 +278,10 @@ void CudaTarget::buildStage(OpPassManager &pm, const TargetOptions &options,
     pm.addPass(createLinalgGeneralizeNamedOpsPass());
     // Runs over small static rows with small matmuls (an MLP) first: one
     // warp-per-row kernel for the whole run.
+    // Attention written out (matmul, softmax, matmul) as one
+    // flash-attention kernel: its matmuls must still be generics.
+    if (optimize)
+      pm.addPass(cuda::createGpuMapAttentionPass());
     pm.addPass(cuda::createGpuMapRowChainsPass());
     cuda::GpuMapMatmulPassOptions matmul;
     matmul.allowTf32 = options.allowTf32;
@@ -283,6 +296,7 @@ void CudaTarget::buildStage(OpPassManager &pm, const TargetOptions &options,
     pm.addPass(cuda::createGpuHostSyncPass());
     pm.addPass(createGpuLaunchSinkIndexComputationsPass());
     pm.addPass(createGpuKernelOutliningPass());
+    pm.addPass(cuda::createGpuAlignWorkgroupPass());
   } else if (stage == "gpu-nvvm") {
     // Kernels (and host loops) to cf; kernels to NVVM.
     pm.addPass(createExpandShapePass());
@@ -293,8 +307,11 @@ void CudaTarget::buildStage(OpPassManager &pm, const TargetOptions &options,
       pm.addPass(kina::createCanonicalizerPass());
       pm.addPass(createCSEPass());
     }
+    // bf16 conversions as integer code only below sm_80: from sm_80 on,
+    // NVPTX has cvt.rn.bf16.f32 (one instruction where the expansion takes
+    // about ten; flash attention rounds three times per score).
     arith::ArithExpandOpsPassOptions expand;
-    expand.includeBf16 = true;
+    expand.includeBf16 = cuda::smVersion(options.gpuArch) < 80;
     pm.addPass(arith::createArithExpandOpsPass(expand));
     GpuNVVMAttachTargetOptions attach;
     attach.chip = options.gpuArch;
