@@ -225,8 +225,10 @@ struct Attention {
   llvm::SetVector<Value> internal;         // allocations only the run uses
 };
 
-/// Whether `score`'s result is `select(n <= m, x, -inf)`.
-bool isCausal(linalg::GenericOp score, unsigned nb) {
+/// Whether `score`'s result is `select(n <= m, x, -inf)`, the indices
+/// compared as `index` or as integers wide enough for M and N (an i8
+/// `iota` wraps: no longer causal).
+bool isCausal(linalg::GenericOp score, unsigned nb, int64_t m, int64_t n) {
   auto select = yieldedValue(score).getDefiningOp<arith::SelectOp>();
   if (!select)
     return false;
@@ -237,9 +239,17 @@ bool isCausal(linalg::GenericOp score, unsigned nb) {
   auto cmp = select.getCondition().getDefiningOp<arith::CmpIOp>();
   if (!cmp)
     return false;
-  auto dimOf = [](Value v) -> std::optional<unsigned> {
-    if (auto cast = v.getDefiningOp<arith::IndexCastOp>())
+  auto dimOf = [&](Value v) -> std::optional<unsigned> {
+    if (auto cast = v.getDefiningOp<arith::IndexCastOp>()) {
+      // Indices 0 .. max(m, n) - 1 must survive the cast (signed).
+      auto type = dyn_cast<IntegerType>(cast.getType());
+      if (!type)
+        return std::nullopt;
+      unsigned width = type.getWidth();
+      if (width < 63 && std::max(m, n) > (int64_t(1) << (width - 1)))
+        return std::nullopt;
       v = cast.getIn();
+    }
     if (auto index = v.getDefiningOp<linalg::IndexOp>())
       return index.getDim();
     return std::nullopt;
@@ -459,7 +469,8 @@ std::optional<Attention> match(linalg::GenericOp mm1) {
     while (prev && mayStandBetween(prev))
       prev = prev->getPrevNode();
     auto fill = dyn_cast_or_null<linalg::GenericOp>(prev);
-    if (!fill || !fillValue(fill) || fill.getDpsInits()[0] != s)
+    std::optional<Value> value = fill ? fillValue(fill) : std::nullopt;
+    if (!value || fill.getDpsInits()[0] != s || !isConstantFloat(*value, 0.0))
       return std::nullopt;
     a.erase.insert(a.erase.begin(), fill);
   }
@@ -483,7 +494,7 @@ std::optional<Attention> match(linalg::GenericOp mm1) {
   llvm::erase_if(a.deallocs, [&](memref::DeallocOp d) {
     return a.internal.contains(d.getMemref());
   });
-  a.causal = isCausal(a.score, a.nb);
+  a.causal = isCausal(a.score, a.nb, a.m, a.n);
   return a;
 }
 
