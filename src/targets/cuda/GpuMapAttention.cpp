@@ -212,6 +212,42 @@ bool isRowMap(AffineMap map, unsigned rank) {
   return map == dimsMap(map.getContext(), rank, dims);
 }
 
+/// `op` reduces the last of `rank` loops of `input` (identity map) into a
+/// row buffer (the projection to the other loops) that `filled` says was
+/// filled with `init` before; returns the yield's `comb(acc, e)` parts as
+/// (combiner, e), or nothing.
+std::optional<std::pair<Operation *, Value>>
+rowReduction(linalg::GenericOp op, unsigned rank, Value input, double init,
+             const llvm::DenseMap<Value, Value> &filled) {
+  auto maps = op.getIndexingMapsArray();
+  if (op.getNumLoops() != rank || op.getNumReductionLoops() != 1 ||
+      op.getNumDpsInputs() != 1 || op.getDpsInputs()[0] != input ||
+      !maps[0].isIdentity() || !isRowMap(maps[1], rank))
+    return std::nullopt;
+  auto it = filled.find(op.getDpsInits()[0]);
+  if (it == filled.end() || !isConstantFloat(it->second, init))
+    return std::nullopt;
+  Operation *comb = yieldedValue(op).getDefiningOp();
+  Value acc = op.getRegion().front().getArgument(1);
+  if (!comb || comb->getNumOperands() != 2)
+    return std::nullopt;
+  Value lhs = comb->getOperand(0), rhs = comb->getOperand(1);
+  Value e = lhs == acc ? rhs : rhs == acc ? lhs : Value();
+  if (!e)
+    return std::nullopt;
+  return std::make_pair(comb, e);
+}
+
+/// `op` is all parallel over `rank` loops and reads `full` (identity map)
+/// and `row` (the projection to all loops but the last) into a full buffer.
+bool fullAndRow(linalg::GenericOp op, unsigned rank, Value full, Value row) {
+  auto maps = op.getIndexingMapsArray();
+  return allParallel(op) && op.getNumLoops() == rank &&
+         op.getNumDpsInputs() == 2 && op.getDpsInputs()[0] == full &&
+         op.getDpsInputs()[1] == row && maps[0].isIdentity() &&
+         isRowMap(maps[1], rank) && maps[2].isIdentity();
+}
+
 /// The run, matched.
 struct Attention {
   linalg::GenericOp mm1, score, max, exp, sum, div, mm2;
@@ -337,36 +373,17 @@ std::optional<Attention> match(linalg::GenericOp mm1) {
   Value x = a.score.getDpsInits()[0];
   // max: mx = max(mx, ext(X)) over n, mx filled with -inf before.
   {
-    linalg::GenericOp op = a.max;
-    auto maps = op.getIndexingMapsArray();
-    if (op.getNumLoops() != rank || op.getNumReductionLoops() != 1 ||
-        op.getNumDpsInputs() != 1 || op.getDpsInputs()[0] != x ||
-        !maps[0].isIdentity() || !isRowMap(maps[1], rank))
-      return std::nullopt;
-    Block &body = op.getRegion().front();
-    auto maxOp = yieldedValue(op).getDefiningOp<arith::MaximumFOp>();
-    if (!maxOp)
-      return std::nullopt;
-    Value acc = body.getArgument(1);
-    Value contribution = maxOp.getLhs() == acc   ? maxOp.getRhs()
-                         : maxOp.getRhs() == acc ? maxOp.getLhs()
-                                                 : Value();
-    if (!contribution || !isExtOf(contribution, body.getArgument(0)))
-      return std::nullopt;
-    auto it = filled.find(op.getDpsInits()[0]);
-    if (it == filled.end() ||
-        !isConstantFloat(it->second, -std::numeric_limits<double>::infinity()))
+    auto parts = rowReduction(a.max, rank, x,
+                              -std::numeric_limits<double>::infinity(), filled);
+    if (!parts || !isa<arith::MaximumFOp>(parts->first) ||
+        !isExtOf(parts->second, a.max.getRegion().front().getArgument(0)))
       return std::nullopt;
   }
   Value mx = a.max.getDpsInits()[0];
-  // exp: E = exp(ext(X) - mx).
+  // exp: E = exp(ext(X) - mx), E f32.
   {
     linalg::GenericOp op = a.exp;
-    auto maps = op.getIndexingMapsArray();
-    if (!allParallel(op) || op.getNumLoops() != rank ||
-        op.getNumDpsInputs() != 2 || op.getDpsInputs()[0] != x ||
-        op.getDpsInputs()[1] != mx || !maps[0].isIdentity() ||
-        !isRowMap(maps[1], rank) || !maps[2].isIdentity())
+    if (!fullAndRow(op, rank, x, mx))
       return std::nullopt;
     Block &body = op.getRegion().front();
     auto expOp = yieldedValue(op).getDefiningOp<math::ExpOp>();
@@ -382,31 +399,16 @@ std::optional<Attention> match(linalg::GenericOp mm1) {
   Value e = a.exp.getDpsInits()[0];
   // sum: sm += E over n, sm filled with 0 before.
   {
-    linalg::GenericOp op = a.sum;
-    auto maps = op.getIndexingMapsArray();
-    if (op.getNumLoops() != rank || op.getNumReductionLoops() != 1 ||
-        op.getNumDpsInputs() != 1 || op.getDpsInputs()[0] != e ||
-        !maps[0].isIdentity() || !isRowMap(maps[1], rank))
-      return std::nullopt;
-    Block &body = op.getRegion().front();
-    auto add = yieldedValue(op).getDefiningOp<arith::AddFOp>();
-    Value acc = body.getArgument(1), in = body.getArgument(0);
-    if (!add || !((add.getLhs() == acc && add.getRhs() == in) ||
-                  (add.getLhs() == in && add.getRhs() == acc)))
-      return std::nullopt;
-    auto it = filled.find(op.getDpsInits()[0]);
-    if (it == filled.end() || !isConstantFloat(it->second, 0.0))
+    auto parts = rowReduction(a.sum, rank, e, 0.0, filled);
+    if (!parts || !isa<arith::AddFOp>(parts->first) ||
+        parts->second != a.sum.getRegion().front().getArgument(0))
       return std::nullopt;
   }
   Value sm = a.sum.getDpsInits()[0];
   // div: P = trunc(E / sm), P of a half type.
   {
     linalg::GenericOp op = a.div;
-    auto maps = op.getIndexingMapsArray();
-    if (!allParallel(op) || op.getNumLoops() != rank ||
-        op.getNumDpsInputs() != 2 || op.getDpsInputs()[0] != e ||
-        op.getDpsInputs()[1] != sm || !maps[0].isIdentity() ||
-        !isRowMap(maps[1], rank) || !maps[2].isIdentity())
+    if (!fullAndRow(op, rank, e, sm))
       return std::nullopt;
     Block &body = op.getRegion().front();
     auto trunc = yieldedValue(op).getDefiningOp<arith::TruncFOp>();
