@@ -8,7 +8,8 @@ after a warm-up call, the median of --repeats timed runs of each:
     batched [12, 1024, 64] x [12, 64, 1024] (GFLOP/s): OpenBLAS
     cblas_sgemm (a loop over the batch for the batched one), NumPy, PyTorch;
   - `chain` (8 elementwise ops: mul add abs neg exp mul sub tanh) on 2^24
-    f32, `softmax` and `layer_norm` on [4096, 4096] f32 (GB/s counting one
+    f32, `math` (sin, cos, log and pow of each element: libmvec's vector
+    functions in kinac's code) on 2^24 f32, `softmax` and `layer_norm` on [4096, 4096] f32 (GB/s counting one
     read and one write), each also as a fraction of a measured memcpy of
     the same bytes (the fastest of np.copyto and torch's copy_);
   - the digits MLP (samples/digits/mlp.kir) at batch 1 and 1797 (latency);
@@ -64,6 +65,19 @@ func @chain(%x: f32[N]) -> f32[N] {
   %g = sub %f, 0.25
   %h = tanh %g
   return %h
+}
+""",
+    "math": """module @math
+func @math(%x: f32[N]) -> f32[N] {
+  %s = sin %x
+  %c = cos %x
+  %a = abs %x
+  %b = add %a, 1.0
+  %l = log %b
+  %p = pow %b, %s
+  %t = mul %c, %l
+  %r = add %t, %p
+  return %r
 }
 """,
     "softmax": """module @softmax
@@ -156,6 +170,30 @@ func.func @main(%x: {t}) -> {t} {{
     %f = arith.mulf %x1, %v : f32
     %g = arith.subf %f, %q : f32
     %y = math.tanh %g : f32
+    linalg.yield %y : f32
+  }} -> {t}
+  return %r : {t}
+}}
+"""
+
+
+def iree_math(n):
+    t = _t([n])
+    return f"""#m = affine_map<(i) -> (i)>
+func.func @main(%x: {t}) -> {t} {{
+  %e = tensor.empty() : {t}
+  %r = linalg.generic {{indexing_maps = [#m, #m], iterator_types = ["parallel"]}}
+      ins(%x : {t}) outs(%e : {t}) {{
+  ^bb0(%v: f32, %o: f32):
+    %one = arith.constant 1.0 : f32
+    %s = math.sin %v : f32
+    %c = math.cos %v : f32
+    %a = math.absf %v : f32
+    %b = arith.addf %a, %one : f32
+    %l = math.log %b : f32
+    %p = math.powf %b, %s : f32
+    %t = arith.mulf %c, %l : f32
+    %y = arith.addf %t, %p : f32
     linalg.yield %y : f32
   }} -> {t}
   return %r : {t}
@@ -362,6 +400,16 @@ def np_chain(np, x):
     return np.tanh(a, out=a)
 
 
+def np_math(np, x):
+    b = np.abs(x)
+    b += np.float32(1.0)
+    s = np.sin(x)
+    r = np.cos(x)
+    r *= np.log(b)
+    r += np.power(b, s)
+    return r
+
+
 def np_softmax(np, x):
     e = np.exp(x - x.max(axis=-1, keepdims=True))
     e /= e.sum(axis=-1, keepdims=True)
@@ -419,6 +467,7 @@ def build(args, tmp):
             "matmul1797": iree_matmul(1797, 64, 32),
             "bmm": iree_matmul(1024, 64, 1024, batch=12),
             "chain": iree_chain(1 << 24),
+            "math": iree_math(1 << 24),
             "softmax": iree_softmax(4096, 4096),
             "layer_norm": iree_layer_norm(4096, 4096),
             "mlp1": iree_mlp(1),
@@ -559,6 +608,18 @@ def worker(args):
             torch.exp(-torch.abs(tx * 0.5 + 1.0)) * tx - 0.25)
     row("chain 8 ops 2^24 f32", "chain", [x], 1, peers, np_chain(np, x),
         "GB/s", 2 * x.nbytes, "chain", memcpy)
+
+    x = rng.uniform(-10, 10, n).astype(np.float32)
+    peers = {"numpy": lambda: np_math(np, x), "torch": no_torch}
+    if torch:
+        tx = torch.from_numpy(x)
+
+        def torch_math(tx=tx):
+            b = torch.abs(tx) + 1.0
+            return torch.cos(tx) * torch.log(b) + torch.pow(b, torch.sin(tx))
+        peers["torch"] = torch_math
+    row("math sin cos log pow 2^24 f32", "math", [x], 1, peers,
+        np_math(np, x), "GB/s", 2 * x.nbytes, "math", memcpy)
 
     m = rng.standard_normal((4096, 4096)).astype(np.float32)
     peers = {"numpy": lambda: np_softmax(np, m), "torch": no_torch}

@@ -1,11 +1,13 @@
 #!/usr/bin/python3
 """Measures the error of kinac's f32 math functions against float64.
 
-For each unary function (exp log tanh sigmoid erf gelu gelu_tanh sin cos
-sqrt rsqrt) it compiles one Kina function `f32[N] -> f32[N]` with
-`kinac --emit=shared` at -O0 (libm calls) and at -O2 (MLIR's polynomial
-approximations where kina-math-approximation applies them: a --mcpu with
-FMA; the default here is native), runs it with
+For each function (exp log tanh sigmoid erf gelu gelu_tanh sin cos pow
+sqrt rsqrt; pow's exponents from `exponents`) it compiles one Kina
+function `f32[N] -> f32[N]` with `kinac --emit=shared` at -O0 (libm
+calls) and at -O2 (MLIR's polynomial approximations where
+kina-math-approximation applies them: a --mcpu with FMA; glibc's libmvec
+for sin, cos, log, pow; --mcpu default native, '' for the multiversioned
+object), runs it with
 `kina-run` on the same sample and compares with a float64 reference
 (NumPy; PyTorch's float64 erf for erf and gelu). The sample covers the
 whole f32 range: every special value (+-0, +-inf, NaN, the smallest and
@@ -38,6 +40,7 @@ FUNCS = {
                                                      (x + 0.044715 * x ** 3)))),
     "sin": ("sin %x", lambda x: np.sin(x)),
     "cos": ("cos %x", lambda x: np.cos(x)),
+    "pow": ("pow %x, %y", lambda x, y: np.power(x, y)),
     "sqrt": ("sqrt %x", lambda x: np.sqrt(x)),
     "rsqrt": ("rsqrt %x", lambda x: 1.0 / np.sqrt(x)),
 }
@@ -48,8 +51,23 @@ def erf64(x):
     return torch.special.erf(torch.from_numpy(x)).numpy()
 
 
-def reference(name, x64):
+def signaling_nan(a):
+    """Where the f32 array `a` holds a signaling NaN (quiet bit clear)."""
+    b = a.view(np.uint32)
+    return (((b & 0x7f800000) == 0x7f800000) & ((b & 0x007fffff) != 0) &
+            ((b & 0x00400000) == 0))
+
+
+def reference(name, x64, y64=None, x32=None, y32=None):
     with np.errstate(all="ignore"):
+        if y64 is not None:
+            # C's pow(x, 0) = 1 and pow(1, y) = 1 hold for quiet NaNs; an
+            # operand that is a signaling NaN (the random bit patterns hold
+            # them; the float64 conversion would quieten it) gives NaN, as
+            # IEEE 754 and glibc's powf do.
+            r = FUNCS[name][1](x64, y64)
+            return np.where(signaling_nan(x32) | signaling_nan(y32), np.nan,
+                            r)
         if name == "erf":
             return erf64(x64)
         if name == "gelu":
@@ -71,6 +89,24 @@ def sample(seed=1):
                                                dtype=np.uint64)
                                   .astype(np.uint32) << 31)).view(np.float32)
     return np.concatenate([special, anybits, uniform, den])
+
+
+def exponents(x, seed=2):
+    """pow's second operand for the sample x: per element, one of uniform
+    values in [-8, 8], small integers (negative bases), large magnitudes
+    (overflow and underflow), and the special values."""
+    rng = np.random.default_rng(seed)
+    n = x.size
+    f = np.finfo(np.float32)
+    special = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, 3.0, np.inf,
+                        -np.inf, np.nan, f.max, -f.max, f.tiny,
+                        f.smallest_subnormal], dtype=np.float32)
+    kind = rng.integers(0, 4, size=n)
+    y = np.where(kind == 0, rng.uniform(-8, 8, size=n),
+        np.where(kind == 1, rng.integers(-10, 11, size=n),
+        np.where(kind == 2, rng.uniform(-200, 200, size=n),
+                 special[rng.integers(0, special.size, size=n)])))
+    return y.astype(np.float32)
 
 
 def measure(out, x):
@@ -119,10 +155,15 @@ def main():
         with open(src, "w") as fh:
             fh.write("module @ulp\n\n")
             for n in names:
-                fh.write("func @%s(%%x: f32[N]) -> f32[N] {\n  %%r = %s\n"
-                         "  return %%r\n}\n\n" % (n, FUNCS[n][0]))
+                params = "%x: f32[N], %y: f32[N]" if "%y" in FUNCS[n][0] \
+                    else "%x: f32[N]"
+                fh.write("func @%s(%s) -> f32[N] {\n  %%r = %s\n"
+                         "  return %%r\n}\n\n" % (n, params, FUNCS[n][0]))
         xin = os.path.join(tmp, "x.npy")
         np.save(xin, x)
+        y = exponents(x)
+        yin = os.path.join(tmp, "y.npy")
+        np.save(yin, y)
         for lvl in args.levels.split(","):
             lib = os.path.join(tmp, "m%s.so" % lvl)
             subprocess.run([args.kinac, src, "--emit=shared", "-O" + lvl,
@@ -130,11 +171,15 @@ def main():
                            check=True)
             for n in names:
                 key = id(x)
+                binary = "%y" in FUNCS[n][0]
                 with np.errstate(all="ignore"):
-                    reference_cache[key] = reference(n, x.astype(np.float64))
+                    reference_cache[key] = reference(
+                        n, x.astype(np.float64),
+                        y.astype(np.float64) if binary else None, x, y)
                 out = os.path.join(tmp, "o.npy")
-                subprocess.run([args.kina_run, lib, n, "--in", xin, "--out",
-                                out], check=True)
+                subprocess.run([args.kina_run, lib, n, "--in", xin] +
+                               (["--in", yin] if binary else []) +
+                               ["--out", out], check=True)
                 results.setdefault(n, {})["O" + lvl] = measure(np.load(out), x)
     print("%-10s %6s %12s %12s %14s %9s %14s" % (
         "function", "level", "max ulp", "ulp normal", "max tol metric",

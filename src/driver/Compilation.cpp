@@ -426,6 +426,24 @@ Compilation::runTools(const std::string &llvmDialectText, EmitStage stage) {
       return fail(std::move(err));
     *llPath = *optimized;
   }
+  // Vector sin/cos/exp/log/pow as calls of glibc's libmvec, the variant of
+  // each function's processor (VectorMath.cpp); llc would make them a
+  // scalar libm call per lane.
+  if (opts.optLevel > 0 && opts.target == "cpu") {
+    Expected<std::string> text = readFile(*llPath);
+    if (!text)
+      return fail(text.takeError());
+    if (mayNeedVectorMath(*text)) {
+      Expected<std::string> mapped = temps.create("kinac", "mvec.ll");
+      if (!mapped)
+        return fail(mapped.takeError());
+      if (Error err = timer.time("vector-math", [&] {
+            return mapVectorMathFile(*llPath, *mapped, opts.mcpu);
+          }))
+        return fail(std::move(err));
+      *llPath = *mapped;
+    }
+  }
   if (stage == EmitStage::LLVM) {
     Expected<std::string> text = readFile(*llPath);
     if (!text)

@@ -561,6 +561,28 @@ Error multiversionFile(StringRef inPath, StringRef outPath,
                        ArrayRef<CpuLevel> levels,
                        ArrayRef<std::string> ownPaths = {});
 
+//===----------------------------------------------------------------------===//
+// Vector math through libmvec (VectorMath.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Rewrites `m` in place: every call of `llvm.{sin,cos,exp,log,pow}` on a
+/// vector of 2 or more f32 or f64 lanes becomes calls of glibc's libmvec
+/// (`_ZGVdN8v_sinf`), the widest variant the calling function's processor
+/// runs ("target-cpu"/"target-features", else `defaultCpu`, else
+/// x86-64), the vector split to its width and padded with 1.0 lanes.
+/// Returns the number of calls replaced. `-lm` links libmvec on glibc.
+unsigned mapVectorMath(llvm::Module &m, StringRef defaultCpu);
+
+/// Whether the LLVM IR text `llvmIr` may hold a call mapVectorMath
+/// replaces (a cheap test that spares the parse when it has none).
+bool mayNeedVectorMath(StringRef llvmIr);
+
+/// mapVectorMath on the LLVM IR file `inPath`, written to `outPath`; an
+/// error when the file does not parse or the result does not verify
+/// (kinac's bug), or `outPath` cannot be written.
+Error mapVectorMathFile(StringRef inPath, StringRef outPath,
+                        StringRef defaultCpu);
+
 /// Checks --mcpu against the processors LLVM knows for the default target
 /// triple and replaces "native" with the name of this machine's processor.
 Error resolveProcessor(std::string &mcpu);

@@ -8,7 +8,7 @@ import lit.formats
 
 config.name = "kinac-filecheck"
 config.test_format = lit.formats.ShTest(execute_external=False)
-config.suffixes = [".kir"]
+config.suffixes = [".kir", ".ll"]
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in"]
 config.substitutions.append(("%kinac", config.kinac))
 # The cuda target's tests need the CUDA Toolkit's ptxas (kinac looks in
