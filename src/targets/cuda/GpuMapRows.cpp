@@ -18,7 +18,10 @@
 //     the group's ops run in order on values held in registers:
 //       - an elementwise op over P x R computes each owned element from
 //         the current values of what it reads (a buffer the group wrote
-//         earlier: the registers; any other: loaded once, then kept);
+//         earlier: the registers; any other: loaded once, then kept; a
+//         parameter such as layer_norm's gain chunk by chunk where its
+//         first use needs it, so that it does not hold registers through
+//         the row's reductions);
 //       - a reduction folds the owned elements' contributions with its
 //         combiner (masked elements contribute its identity), combines the
 //         threads' partials with `gpu.all_reduce` (warp shuffles and
@@ -806,6 +809,16 @@ private:
   /// The owned elements of a full or param memref, loaded (vectors where
   /// aligned), masked elements zero.
   SmallVector<Value> loadRow(OpBuilder &b, Value memref, Role role) {
+    SmallVector<Value> values;
+    for (int64_t c = 0; c < chunks; ++c)
+      llvm::append_range(values, loadChunk(b, memref, role, c));
+    return values;
+  }
+
+  /// The `lanes` owned elements of chunk `c` of a full or param memref,
+  /// loaded (a vector where aligned), zero when the chunk is masked.
+  SmallVector<Value> loadChunk(OpBuilder &b, Value memref, Role role,
+                               int64_t c) {
     auto type = cast<MemRefType>(memref.getType());
     Type elem = type.getElementType();
     unsigned bits = type.getElementTypeBitWidth();
@@ -823,7 +836,7 @@ private:
                     : vec;
     };
     SmallVector<Value> values;
-    for (int64_t c = 0; c < chunks; ++c) {
+    {
       auto inRange = scf::IfOp::create(b, loc, carried, chunkValid[c],
                                        /*withElse=*/true);
       {
@@ -857,7 +870,7 @@ private:
         for (int64_t j = 0; j < lanes; ++j)
           values.push_back(
               vector::ExtractOp::create(b, loc, loaded, ArrayRef<int64_t>{j}));
-        continue;
+        return values;
       }
       // Element j is bits [(j % perWord) * bits, ...) of word j / perWord
       // (little-endian, as the GPU stores it).
@@ -905,10 +918,21 @@ private:
       return it->second[e];
     }
     case Role::Param: {
-      auto it = paramValues.find(v);
-      if (it == paramValues.end())
-        it = paramValues.try_emplace(v, loadRow(b, v, Role::Param)).first;
-      return it->second[e];
+      // A parameter (layer_norm's gain and bias) chunk by chunk, at its
+      // first use: loaded all at once, each parameter kept the whole row
+      // in registers beside the row (layer_norm bf16 [8192, 8192]: 122
+      // registers, two blocks of 256 threads a multiprocessor); the
+      // chunks come from L1 again for each row.
+      SmallVector<Value> &values = paramValues[v];
+      if (values.empty())
+        values.resize(perThread());
+      int64_t c = e / lanes;
+      if (!values[e]) {
+        SmallVector<Value> chunk = loadChunk(b, v, Role::Param, c);
+        for (int64_t j = 0; j < lanes; ++j)
+          values[c * lanes + j] = chunk[j];
+      }
+      return values[e];
     }
     }
     llvm_unreachable("role");
