@@ -151,7 +151,9 @@ def iree_matmul(m, k, n, batch=None):
 """
 
 
-def iree_chain(n):
+def _iree_elementwise(n, body):
+    """A 1-D f32 linalg.generic of `n` elements whose region computes `body`
+    (lines over the block argument %v, the last value %y)."""
     t = _t([n])
     return f"""#m = affine_map<(i) -> (i)>
 func.func @main(%x: {t}) -> {t} {{
@@ -159,7 +161,16 @@ func.func @main(%x: {t}) -> {t} {{
   %r = linalg.generic {{indexing_maps = [#m, #m], iterator_types = ["parallel"]}}
       ins(%x : {t}) outs(%e : {t}) {{
   ^bb0(%v: f32, %o: f32):
-    %h = arith.constant 0.5 : f32
+{body}
+    linalg.yield %y : f32
+  }} -> {t}
+  return %r : {t}
+}}
+"""
+
+
+def iree_chain(n):
+    return _iree_elementwise(n, """    %h = arith.constant 0.5 : f32
     %one = arith.constant 1.0 : f32
     %q = arith.constant 0.25 : f32
     %a = arith.mulf %v, %h : f32
@@ -169,23 +180,11 @@ func.func @main(%x: {t}) -> {t} {{
     %x1 = math.exp %d : f32
     %f = arith.mulf %x1, %v : f32
     %g = arith.subf %f, %q : f32
-    %y = math.tanh %g : f32
-    linalg.yield %y : f32
-  }} -> {t}
-  return %r : {t}
-}}
-"""
+    %y = math.tanh %g : f32""")
 
 
 def iree_math(n):
-    t = _t([n])
-    return f"""#m = affine_map<(i) -> (i)>
-func.func @main(%x: {t}) -> {t} {{
-  %e = tensor.empty() : {t}
-  %r = linalg.generic {{indexing_maps = [#m, #m], iterator_types = ["parallel"]}}
-      ins(%x : {t}) outs(%e : {t}) {{
-  ^bb0(%v: f32, %o: f32):
-    %one = arith.constant 1.0 : f32
+    return _iree_elementwise(n, """    %one = arith.constant 1.0 : f32
     %s = math.sin %v : f32
     %c = math.cos %v : f32
     %a = math.absf %v : f32
@@ -193,12 +192,7 @@ func.func @main(%x: {t}) -> {t} {{
     %l = math.log %b : f32
     %p = math.powf %b, %s : f32
     %t = arith.mulf %c, %l : f32
-    %y = arith.addf %t, %p : f32
-    linalg.yield %y : f32
-  }} -> {t}
-  return %r : {t}
-}}
-"""
+    %y = arith.addf %t, %p : f32""")
 
 
 def _softmax_body(t, m):
