@@ -1,4 +1,5 @@
-//===- VectorMath.cpp - Vector math calls into glibc's libmvec -------------===//
+//===- VectorMath.cpp - Vector math calls into glibc's libmvec
+//-------------===//
 //
 // kina-opt's pipelines vectorise elementwise loops in MLIR
 // (kina-tile-and-vectorize), so a `sin`, `cos`, `log`, `pow` (and an `exp`
@@ -93,9 +94,10 @@ struct Variant {
 class Processors {
 public:
   Variant of(const Function &f, StringRef defaultCpu) {
-    std::string cpu = f.getFnAttribute("target-cpu").isValid()
-                          ? f.getFnAttribute("target-cpu").getValueAsString().str()
-                          : defaultCpu.str();
+    std::string cpu =
+        f.getFnAttribute("target-cpu").isValid()
+            ? f.getFnAttribute("target-cpu").getValueAsString().str()
+            : defaultCpu.str();
     if (cpu.empty())
       cpu = "x86-64";
     std::string features =
@@ -190,7 +192,8 @@ void replaceCall(IntrinsicInst *call, StringRef stem, Variant variant) {
     piece->setDoesNotThrow();
     results.push_back(piece);
   }
-  Value *result = pieces == 1 ? results.front() : concatenateVectors(b, results);
+  Value *result =
+      pieces == 1 ? results.front() : concatenateVectors(b, results);
   if (padded != lanes)
     result = b.CreateShuffleVector(result, createSequentialMask(0, lanes, 0));
   result->takeName(call);
