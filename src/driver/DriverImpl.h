@@ -562,6 +562,20 @@ Error multiversionFile(StringRef inPath, StringRef outPath,
                        ArrayRef<std::string> ownPaths = {});
 
 //===----------------------------------------------------------------------===//
+// LLVM IR files of the in-process rewrites (LlvmIrFiles.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The module of the LLVM IR file `path` (a tool's output) in `ctx`; an
+/// internal error naming `producer` ("mlir-translate", "opt") and the
+/// parser's message when it does not parse (kinac's bug).
+Expected<std::unique_ptr<llvm::Module>>
+readLlvmIrFile(StringRef path, LLVMContext &ctx, StringRef producer);
+
+/// Writes `m` as LLVM IR text to `path` (writeOutput); an error when the
+/// file cannot be written.
+Error writeLlvmIrFile(const llvm::Module &m, StringRef path);
+
+//===----------------------------------------------------------------------===//
 // Vector math through libmvec (VectorMath.cpp)
 //===----------------------------------------------------------------------===//
 

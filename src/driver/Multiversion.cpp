@@ -310,18 +310,8 @@ Error multiversionFile(StringRef inPath, StringRef outPath,
                        ArrayRef<CpuLevel> levels,
                        ArrayRef<std::string> ownPaths) {
   LLVMContext ctx;
-  auto parse = [&](StringRef path) -> Expected<std::unique_ptr<Module>> {
-    SMDiagnostic diag;
-    std::unique_ptr<Module> m = parseIRFile(path, diag, ctx);
-    if (m)
-      return m;
-    std::string text;
-    raw_string_ostream os(text);
-    diag.print("kinac", os);
-    return createStringError(inconvertibleErrorCode(),
-                             "internal error: cannot read mlir-translate's "
-                             "LLVM IR: " +
-                                 os.str());
+  auto parse = [&](StringRef path) {
+    return readLlvmIrFile(path, ctx, "mlir-translate");
   };
   Expected<std::unique_ptr<Module>> m = parse(inPath);
   if (!m)
@@ -337,13 +327,7 @@ Error multiversionFile(StringRef inPath, StringRef outPath,
   }
   if (Error err = multiversionModule(**m, levels, own))
     return err;
-  std::error_code ec;
-  raw_fd_ostream out(outPath, ec);
-  if (ec)
-    return createStringError(ec, "cannot write '%s': %s", outPath.str().c_str(),
-                             ec.message().c_str());
-  (*m)->print(out, nullptr);
-  return Error::success();
+  return writeLlvmIrFile(**m, outPath);
 }
 
 } // namespace driver

@@ -47,10 +47,8 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
-#include "llvm/IRReader/IRReader.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
-#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
@@ -247,31 +245,18 @@ bool mayNeedVectorMath(StringRef llvmIr) {
 Error mapVectorMathFile(StringRef inPath, StringRef outPath,
                         StringRef defaultCpu) {
   LLVMContext ctx;
-  SMDiagnostic diag;
-  std::unique_ptr<Module> m = parseIRFile(inPath, diag, ctx);
-  if (!m) {
-    std::string text;
-    raw_string_ostream os(text);
-    diag.print("kinac", os);
-    return createStringError(inconvertibleErrorCode(),
-                             "internal error: cannot read opt's LLVM IR: " +
-                                 os.str());
-  }
-  mapVectorMath(*m, defaultCpu);
+  Expected<std::unique_ptr<Module>> m = readLlvmIrFile(inPath, ctx, "opt");
+  if (!m)
+    return m.takeError();
+  mapVectorMath(**m, defaultCpu);
   std::string problems;
   raw_string_ostream os(problems);
-  if (verifyModule(*m, &os))
+  if (verifyModule(**m, &os))
     return createStringError(inconvertibleErrorCode(),
                              "internal error: the libmvec rewrite left "
                              "invalid LLVM IR: " +
                                  os.str());
-  std::error_code ec;
-  raw_fd_ostream out(outPath, ec);
-  if (ec)
-    return createStringError(ec, "cannot write '%s': %s", outPath.str().c_str(),
-                             ec.message().c_str());
-  m->print(out, nullptr);
-  return Error::success();
+  return writeLlvmIrFile(**m, outPath);
 }
 
 } // namespace driver

@@ -836,59 +836,56 @@ private:
                     : vec;
     };
     SmallVector<Value> values;
+    auto inRange = scf::IfOp::create(b, loc, carried, chunkValid[c],
+                                     /*withElse=*/true);
     {
-      auto inRange = scf::IfOp::create(b, loc, carried, chunkValid[c],
-                                       /*withElse=*/true);
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(&inRange.getThenRegion().front());
-        Value chunk;
-        if (vectorAccess) {
-          chunk = vector::LoadOp::create(
-              b, loc, vecType, memref, indicesOf(b, role, chunkStart[c]),
-              /*nontemporal=*/false, llvm::MaybeAlign(lanes * bits / 8));
-        } else {
-          SmallVector<Value> scalars;
-          for (int64_t j = 0; j < lanes; ++j) {
-            Value start = arith::AddIOp::create(
-                b, loc, chunkStart[c],
-                arith::ConstantIndexOp::create(b, loc, j));
-            scalars.push_back(memref::LoadOp::create(
-                b, loc, memref, indicesOf(b, role, start)));
-          }
-          chunk = vector::FromElementsOp::create(b, loc, vecType, scalars);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&inRange.getThenRegion().front());
+      Value chunk;
+      if (vectorAccess) {
+        chunk = vector::LoadOp::create(
+            b, loc, vecType, memref, indicesOf(b, role, chunkStart[c]),
+            /*nontemporal=*/false, llvm::MaybeAlign(lanes * bits / 8));
+      } else {
+        SmallVector<Value> scalars;
+        for (int64_t j = 0; j < lanes; ++j) {
+          Value start = arith::AddIOp::create(
+              b, loc, chunkStart[c], arith::ConstantIndexOp::create(b, loc, j));
+          scalars.push_back(memref::LoadOp::create(b, loc, memref,
+                                                   indicesOf(b, role, start)));
         }
-        scf::YieldOp::create(b, loc, pack(chunk));
-        b.setInsertionPointToStart(&inRange.getElseRegion().front());
-        scf::YieldOp::create(
-            b, loc,
-            Value(arith::ConstantOp::create(
-                b, loc, cast<TypedAttr>(b.getZeroAttr(carried)))));
+        chunk = vector::FromElementsOp::create(b, loc, vecType, scalars);
       }
-      Value loaded = inRange.getResult(0);
-      if (!packed) {
-        for (int64_t j = 0; j < lanes; ++j)
-          values.push_back(
-              vector::ExtractOp::create(b, loc, loaded, ArrayRef<int64_t>{j}));
-        return values;
-      }
-      // Element j is bits [(j % perWord) * bits, ...) of word j / perWord
-      // (little-endian, as the GPU stores it).
-      Type narrow = b.getIntegerType(bits);
-      for (int64_t w = 0; w < lanes / perWord; ++w) {
-        Value word =
-            vector::ExtractOp::create(b, loc, loaded, ArrayRef<int64_t>{w});
-        for (int64_t p = 0; p < perWord; ++p) {
-          Value part = word;
-          if (p)
-            part = arith::ShRUIOp::create(
-                b, loc, word,
-                arith::ConstantIntOp::create(b, loc, b.getI32Type(), p * bits));
-          part = arith::TruncIOp::create(b, loc, narrow, part);
-          if (part.getType() != elem)
-            part = arith::BitcastOp::create(b, loc, elem, part);
-          values.push_back(part);
-        }
+      scf::YieldOp::create(b, loc, pack(chunk));
+      b.setInsertionPointToStart(&inRange.getElseRegion().front());
+      scf::YieldOp::create(
+          b, loc,
+          Value(arith::ConstantOp::create(
+              b, loc, cast<TypedAttr>(b.getZeroAttr(carried)))));
+    }
+    Value loaded = inRange.getResult(0);
+    if (!packed) {
+      for (int64_t j = 0; j < lanes; ++j)
+        values.push_back(
+            vector::ExtractOp::create(b, loc, loaded, ArrayRef<int64_t>{j}));
+      return values;
+    }
+    // Element j is bits [(j % perWord) * bits, ...) of word j / perWord
+    // (little-endian, as the GPU stores it).
+    Type narrow = b.getIntegerType(bits);
+    for (int64_t w = 0; w < lanes / perWord; ++w) {
+      Value word =
+          vector::ExtractOp::create(b, loc, loaded, ArrayRef<int64_t>{w});
+      for (int64_t p = 0; p < perWord; ++p) {
+        Value part = word;
+        if (p)
+          part = arith::ShRUIOp::create(
+              b, loc, word,
+              arith::ConstantIntOp::create(b, loc, b.getI32Type(), p * bits));
+        part = arith::TruncIOp::create(b, loc, narrow, part);
+        if (part.getType() != elem)
+          part = arith::BitcastOp::create(b, loc, elem, part);
+        values.push_back(part);
       }
     }
     return values;
@@ -918,11 +915,11 @@ private:
       return it->second[e];
     }
     case Role::Param: {
-      // A parameter (layer_norm's gain and bias) chunk by chunk, at its
-      // first use: loaded all at once, each parameter kept the whole row
-      // in registers beside the row (layer_norm bf16 [8192, 8192]: 122
-      // registers, two blocks of 256 threads a multiprocessor); the
-      // chunks come from L1 again for each row.
+      // A parameter (layer_norm's gain and bias) chunk by chunk, at the
+      // first use of each chunk, from L1 again for each row: loaded whole,
+      // each stayed in registers beside the row through the reductions
+      // (layer_norm bf16 [8192, 8192]: 122 registers, two blocks of 256
+      // threads a multiprocessor).
       SmallVector<Value> &values = paramValues[v];
       if (values.empty())
         values.resize(perThread());
