@@ -38,6 +38,7 @@ import copy
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -135,8 +136,18 @@ def main():
     ap.add_argument('--kina-run', required=True)
     ap.add_argument('--cuda', action='store_true')
     args = ap.parse_args()
-    kinac = args.kinac
     work = tempfile.mkdtemp(prefix='kina-autotune-')
+    checks(args, work)
+    # The work directory is kept for a failing run, to be looked at.
+    if FAILURES:
+        print('work directory kept: %s' % work)
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def checks(args, work):
+    """Every check of this script, with its files under WORK."""
+    kinac = args.kinac
     # A real search, bounded to a few seconds.
     kir, cache, tuned_so, r = search(kinac, work, 'mm', MATMUL, 'cache.json',
                                      'tuned.so', 'N=200')
