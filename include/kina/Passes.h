@@ -25,6 +25,11 @@
 //    with its row reductions and the elementwise ops between fused in
 //    (scf::tileConsumerAndFuseProducersUsingSCF), marked for the thread pool
 //    (src/passes/FuseRows.cpp). On tensors, cpu target, at -O1 and above.
+//  - kina-share-row-values: in such a loop, a value with a math op that the
+//    row's sum and its final op both compute (softmax's exp(x - m)) is
+//    computed once, into the row of the result, and read there by both
+//    (src/passes/ShareRowValues.cpp). After the last elementwise fusion,
+//    cpu target, at -O1 and above.
 //  - kina-empty-reshape: each `tensor.collapse_shape` and
 //    `tensor.expand_shape` whose source has a static 0 dim becomes a
 //    `tensor.empty` of its result's sizes: MLIR 22's bufferization turns a

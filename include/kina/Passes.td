@@ -181,6 +181,21 @@ def FuseRowsPass : Pass<"kina-fuse-rows", "mlir::ModuleOp"> {
                            "mlir::linalg::LinalgDialect"];
 }
 
+def ShareRowValuesPass : Pass<"kina-share-row-values", "mlir::ModuleOp"> {
+  let summary = "One computation of a costly value that a row's reduction "
+                "and its final op both compute (cpu)";
+  let description = [{
+    In a loop over rows of kina-fuse-rows, a row reduction summing a value
+    v that contains a math op (softmax's exp(x - m)) and the final op
+    computing the same v from the same inputs: v is computed once per
+    element into the row of the final op's result, which the sum and the
+    final op then read. On tensors after the last elementwise fusion, at
+    -O1 and above, cpu target: src/passes/ShareRowValues.cpp.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
 def TileAndVectorizePass
     : Pass<"kina-tile-and-vectorize", "mlir::ModuleOp"> {
   let summary = "Tile linalg ops on buffers and vectorise the tiles with "

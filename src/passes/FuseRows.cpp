@@ -48,13 +48,16 @@
 #include "Parallel.h"
 #include "kina/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/TilingInterface.h"
 #include "mlir/Pass/Pass.h"
@@ -105,9 +108,8 @@ bool isFusible(Operation *op) {
   generic.getReductionDims(reductionDims);
   for (OpOperand *input : generic.getDpsInputOperands()) {
     AffineMap map = generic.getMatchingIndexingMap(input);
-    bool spansReduction = llvm::any_of(reductionDims, [&](unsigned dim) {
-      return map.isFunctionOfDim(dim);
-    });
+    bool spansReduction = llvm::any_of(
+        reductionDims, [&](unsigned dim) { return map.isFunctionOfDim(dim); });
     if (!spansReduction)
       continue;
     if (reductionMap && *reductionMap != map)
@@ -144,8 +146,9 @@ bool isRoot(linalg::GenericOp op) {
   if (llvm::is_contained(op.getStaticLoopRanges(), 0))
     return false;
   // The row's reduced values: read as (d0, ..., dn-2) of the root's loops.
-  AffineMap outer = AffineMap::getMultiDimIdentityMap(op.getNumLoops(), op.getContext())
-              .getMajorSubMap(op.getNumLoops() - 1);
+  AffineMap outer =
+      AffineMap::getMultiDimIdentityMap(op.getNumLoops(), op.getContext())
+          .getMajorSubMap(op.getNumLoops() - 1);
   for (OpOperand *input : op.getDpsInputOperands())
     if (op.getMatchingIndexingMap(input) == outer &&
         readsReduction(input->get(), kMaxDepth))
@@ -202,6 +205,134 @@ fusionControl(tensor::ExtractSliceOp slice, OpResult producer, bool) {
   return scf::SCFTileAndFuseOptions::ControlFnResult{};
 }
 
+/// Whether `value` is the result of a row reduction (one reduction loop) of
+/// `input` alone, read through `inputMap`, whose payload yields
+/// `CombineOp(out, in)` in either operand order, `in` the input's element
+/// (or its arith.extf).
+template <typename CombineOp>
+bool isRowReductionOf(Value value, Value input, AffineMap inputMap) {
+  auto generic = value.getDefiningOp<linalg::GenericOp>();
+  if (!generic || generic.getNumDpsInputs() != 1 ||
+      generic.getNumDpsInits() != 1 || generic.getNumReductionLoops() != 1 ||
+      generic.getDpsInputs()[0] != input ||
+      generic.getMatchingIndexingMap(generic.getDpsInputOperand(0)) != inputMap)
+    return false;
+  Block *body = generic.getBody();
+  auto yield = cast<linalg::YieldOp>(body->getTerminator());
+  auto combine = yield.getOperand(0).getDefiningOp<CombineOp>();
+  if (!combine)
+    return false;
+  Value in = body->getArgument(0), out = body->getArgument(1);
+  // MLIRGen widens a bf16/f16 input before its max (arith.extf).
+  auto element = [&](Value v) {
+    if (auto ext = v.getDefiningOp<arith::ExtFOp>())
+      v = ext.getIn();
+    return v == in;
+  };
+  return (combine.getLhs() == out && element(combine.getRhs())) ||
+         (combine.getRhs() == out && element(combine.getLhs()));
+}
+
+/// Whether `value`, in the payload of `root`, is the same along the row
+/// (the innermost loop): a constant, an input element read through a map
+/// without the innermost loop (the row's reduced values, a parameter of
+/// the outer dims), or an op of such values.
+bool isRowInvariant(linalg::GenericOp root, Value value, int depth = 8) {
+  if (matchPattern(value, m_Constant()))
+    return true;
+  unsigned inner = root.getNumLoops() - 1;
+  if (auto arg = dyn_cast<BlockArgument>(value))
+    return arg.getOwner() == root.getBody() &&
+           arg.getArgNumber() < root.getNumDpsInputs() &&
+           !root.getMatchingIndexingMap(
+                    root.getDpsInputOperand(arg.getArgNumber()))
+                .isFunctionOfDim(inner);
+  Operation *op = value.getDefiningOp();
+  if (!op || depth == 0 || op->getNumRegions() != 0 || !isPure(op))
+    return false;
+  return llvm::all_of(op->getOperands(), [&](Value operand) {
+    return isRowInvariant(root, operand, depth - 1);
+  });
+}
+
+/// Whether `sArg`, an input of `root`, is softmax's row sum of the
+/// dividend `eArg`: s = sum(e) over the row, e = exp(x - m), m = max(x)
+/// over the row (MLIRGen's form, src/lowering/MLIRGenContract.cpp).
+bool isSoftmaxSum(linalg::GenericOp root, Value eValue, Value sValue) {
+  auto eArg = dyn_cast<BlockArgument>(eValue);
+  auto sArg = dyn_cast<BlockArgument>(sValue);
+  Block *body = root.getBody();
+  if (!eArg || !sArg || eArg.getOwner() != body || sArg.getOwner() != body ||
+      sArg.getArgNumber() >= root.getNumDpsInputs() ||
+      eArg.getArgNumber() >= root.getNumDpsInputs())
+    return false;
+  OpOperand *eOperand = root.getDpsInputOperand(eArg.getArgNumber());
+  OpOperand *sOperand = root.getDpsInputOperand(sArg.getArgNumber());
+  AffineMap eMap = root.getMatchingIndexingMap(eOperand);
+  Value e = eOperand->get(), s = sOperand->get();
+  if (!eMap.isIdentity() || !isRowReductionOf<arith::AddFOp>(s, e, eMap))
+    return false;
+  auto exp = e.getDefiningOp<linalg::GenericOp>();
+  if (!exp || exp.getNumDpsInits() != 1 || exp.getNumReductionLoops() != 0)
+    return false;
+  Block *expBody = exp.getBody();
+  auto expOp = cast<linalg::YieldOp>(expBody->getTerminator())
+                   .getOperand(0)
+                   .getDefiningOp<math::ExpOp>();
+  auto sub = expOp ? expOp.getOperand().getDefiningOp<arith::SubFOp>()
+                   : arith::SubFOp();
+  if (!sub)
+    return false;
+  Value minuend = sub.getLhs();
+  if (auto ext = minuend.getDefiningOp<arith::ExtFOp>())
+    minuend = ext.getIn();
+  auto xArg = dyn_cast<BlockArgument>(minuend);
+  auto mArg = dyn_cast<BlockArgument>(sub.getRhs());
+  if (!xArg || !mArg || xArg.getOwner() != expBody ||
+      mArg.getOwner() != expBody ||
+      xArg.getArgNumber() >= exp.getNumDpsInputs() ||
+      mArg.getArgNumber() >= exp.getNumDpsInputs())
+    return false;
+  OpOperand *xOperand = exp.getDpsInputOperand(xArg.getArgNumber());
+  OpOperand *mOperand = exp.getDpsInputOperand(mArg.getArgNumber());
+  return exp.getMatchingIndexingMap(mOperand) ==
+             root.getMatchingIndexingMap(sOperand) &&
+         isRowReductionOf<arith::MaximumFOp>(
+             mOperand->get(), xOperand->get(),
+             exp.getMatchingIndexingMap(xOperand));
+}
+
+/// A division of each element of the row by a value the same along it,
+/// a / d, becomes a * (1 / d) in `root`'s payload, one division per row
+/// instead of one per element once LLVM's loop-invariant code motion has
+/// hoisted 1 / d out of the vector loop (a vdivps per vector was about 18%
+/// of softmax's samples on a Zen CPU, docs/performance.md), as PyTorch's
+/// CPU softmax and layer_norm do. One more rounding: within 1.5 ulp of
+/// the quotient (docs/tolerances.md). Only where 1 / d is exact in range:
+/// d a square root (layer_norm and rms_norm's sqrt(var + eps): the root
+/// halves the exponent, so 1 / d neither overflows nor underflows), or
+/// softmax's row sum (in [1, N]: the max element's exp is 1, every other
+/// at most 1). For a general divisor 1 / d overflows below 2^-128 and
+/// underflows above 2^126 where a / d does not.
+void useReciprocalOfRowDivisor(linalg::GenericOp root, RewriterBase &rewriter) {
+  SmallVector<arith::DivFOp> divisions;
+  root.getBody()->walk([&](arith::DivFOp div) {
+    Value d = div.getRhs();
+    if (isRowInvariant(root, div.getLhs()) || !isRowInvariant(root, d))
+      return;
+    if (d.getDefiningOp<math::SqrtOp>() || isSoftmaxSum(root, div.getLhs(), d))
+      divisions.push_back(div);
+  });
+  for (arith::DivFOp div : divisions) {
+    rewriter.setInsertionPoint(div);
+    Location loc = div.getLoc();
+    Value one = arith::ConstantOp::create(
+        rewriter, loc, rewriter.getFloatAttr(div.getType(), 1.0));
+    Value reciprocal = arith::DivFOp::create(rewriter, loc, one, div.getRhs());
+    rewriter.replaceOpWithNewOp<arith::MulFOp>(div, div.getLhs(), reciprocal);
+  }
+}
+
 class FuseRowsPass : public impl::FuseRowsPassBase<FuseRowsPass> {
 public:
   using FuseRowsPassBase::FuseRowsPassBase;
@@ -233,6 +364,7 @@ public:
         rewriter.eraseOp(root);
         continue;
       }
+      useReciprocalOfRowDivisor(root, rewriter);
       SmallVector<OpFoldResult> sizes(root.getNumLoops(),
                                       rewriter.getIndexAttr(1));
       sizes.back() = rewriter.getIndexAttr(0);

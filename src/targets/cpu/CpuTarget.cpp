@@ -46,10 +46,10 @@
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -127,8 +127,8 @@ bool isRowScratch(Value alloc) {
   Operation *op = alloc.getDefiningOp();
   Operation *parent = op ? op->getParentOp() : nullptr;
   if (!type || !parent || !isa<scf::ForOp>(parent) ||
-      !parent->hasAttr("kina.row_loop") ||
-      !type.hasStaticShape() || !type.getElementType().isIntOrFloat())
+      !parent->hasAttr("kina.row_loop") || !type.hasStaticShape() ||
+      !type.getElementType().isIntOrFloat())
     return false;
   int64_t bits = type.getNumElements() *
                  int64_t(type.getElementType().getIntOrFloatBitWidth());
@@ -151,6 +151,8 @@ void CpuTarget::buildPipeline(OpPassManager &pm,
     pm.addPass(createElementwiseFusionPass());
     pm.addPass(kina::createCanonicalizerPass());
     pm.addPass(mlir::createCSEPass());
+    // softmax's exp once per element (src/passes/ShareRowValues.cpp).
+    pm.addPass(createShareRowValuesPass());
   }
 
   bufferization::OneShotBufferizePassOptions bufferize;
@@ -185,9 +187,10 @@ void CpuTarget::buildPipeline(OpPassManager &pm,
     // Multiversioned: 256 bits, the AVX2 width of x86-64-v3, which the
     // baseline version splits into SSE halves; the driver builds the -v4
     // version with options.vectorBits = 512.
-    unsigned vectorBits = options.vectorBits          ? options.vectorBits
-                          : options.multiversioned ? 256
-                                  : processorVectorBits(options.mcpu);
+    unsigned vectorBits = options.vectorBits ? options.vectorBits
+                          : options.multiversioned
+                              ? 256
+                              : processorVectorBits(options.mcpu);
     pm.addPass(createMatmulKernelPass(vectorBits, options.tuning));
     TileAndVectorizePassOptions vectorize;
     vectorize.vectorBits = vectorBits;
