@@ -33,7 +33,10 @@
 //     `vacc = combine(vacc, x)` on a vector accumulator and a single
 //     multi_reduction after the loop, so the loop does one vector add (max,
 //     ...) per step instead of a horizontal reduction; this reassociates
-//     float sums (lane-wise partial sums), within docs/tolerances.md;
+//     float sums (lane-wise partial sums), within docs/tolerances.md; a
+//     one-register accumulator is then split in four over steps of four
+//     vectors (splitReductionAccumulator), so the loop is not bound by the
+//     latency of one add per step;
 //  6. MLIR's vector lowering patterns (leading unit dims cast away,
 //     multi_reduction to vector.reduction, contraction to outer products,
 //     transfer permutations to broadcasts/transposes, 1-D transfers to
@@ -74,6 +77,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
 #include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
@@ -93,6 +97,14 @@ namespace {
 
 /// Marks the full tiles to vectorise between tiling and vectorisation.
 constexpr llvm::StringLiteral kFullTileAttr = "kina.full_tile";
+
+/// Marks the loops splitReductionAccumulator made, so that a second
+/// accumulator of the same loop, widened later, does not split them again.
+constexpr llvm::StringLiteral kSplitAccumulatorAttr = "kina.split_accumulator";
+
+/// Independent accumulator registers a row reduction's vector loop keeps
+/// (splitReductionAccumulator).
+constexpr unsigned kAccumulatorRegisters = 4;
 
 /// The bit width of `type` when it is an integer or float of 8 to 64 bits
 /// in whole bytes (what a vector load reads as memory holds it: i1 is a
@@ -234,13 +246,15 @@ LogicalResult tileAndPeel(RewriterBase &rewriter, linalg::LinalgOp op,
       rewriter, cast<TilingInterface>(op.getOperation()), options);
   if (failed(tiled))
     return failure();
+  // Read before the op is erased (its attributes go with it).
+  bool outerParallel =
+      op.getIteratorTypesArray()[0] == utils::IteratorType::parallel;
   rewriter.eraseOp(op);
   for (Operation *tile : tiled->tiledOps)
     tile->setAttr(kFullTileAttr, rewriter.getUnitAttr());
   // Every loop is tiled, so the loops are in loop-dim order. The outermost
   // one runs on the thread pool (step 7) when it is a parallel loop.
-  if (op.getIteratorTypesArray()[0] == utils::IteratorType::parallel &&
-      !insideParallelLoop(tiled->loops[0])) {
+  if (outerParallel && !insideParallelLoop(tiled->loops[0])) {
     tiled->loops[0]->setAttr(kParallelLoopAttr, rewriter.getUnitAttr());
     if (grain != kRuntimeGrain)
       tiled->loops[0]->setAttr(kParallelGrainAttr,
@@ -307,11 +321,126 @@ TypedAttr neutralElement(vector::CombiningKind kind, Type type) {
   return IntegerAttr::get(type, value);
 }
 
+/// Step 5's second half: `loop` (for iv = lb to ub step s) carries at
+/// iter_arg `index` a vector accumulator updated once per iteration,
+/// `acc = combine(acc, x)`, a chain of dependent adds (or max, ...): one
+/// per step at the add's latency (a row of 4096 f32 with one 256-bit
+/// accumulator is 512 dependent vaddps, about 1500 cycles on a Zen 3,
+/// where their throughput allows 256). The loop becomes two:
+///
+///   main: for iv = lb to lb + ((ub - lb) / (F s)) F s step F s
+///         the body F times (iv, iv + s, ...), copy k combining into its
+///         own accumulator (copy 0 into acc, the others into F - 1 new
+///         ones starting at the neutral element); other iter_args chained
+///         through the copies in order
+///   rest: `loop` itself from there to ub, starting from
+///         (acc + acc1) + (acc2 + acc3)
+///
+/// F = kAccumulatorRegisters / (registers of the accumulator at
+/// `vectorBits`), nothing when below 2 (a tuned schedule of several
+/// registers per tile already has independent registers). Sums are
+/// reassociated once more (lane-wise partial sums already were, step 5),
+/// the same way for every thread count; docs/tolerances.md.
+void splitReductionAccumulator(RewriterBase &rewriter, scf::ForOp loop,
+                               unsigned index, vector::CombiningKind kind,
+                               TypedAttr neutral, unsigned vectorBits) {
+  auto accType = cast<VectorType>(loop.getRegionIterArgs()[index].getType());
+  unsigned bits = accType.getNumElements() *
+                  accType.getElementType().getIntOrFloatBitWidth();
+  unsigned registers = std::max(1u, bits / std::max(1u, vectorBits));
+  unsigned factor = kAccumulatorRegisters / registers;
+  if (factor < 2 || loop->hasAttr(kSplitAccumulatorAttr) ||
+      !loop.getLowerBound().getType().isIndex())
+    return;
+  Location loc = loop.getLoc();
+  rewriter.setInsertionPoint(loop);
+  Value lb = loop.getLowerBound(), ub = loop.getUpperBound();
+  Value step = loop.getStep();
+  Value span = arith::MulIOp::create(
+      rewriter, loc, step, arith::ConstantIndexOp::create(rewriter, loc, factor));
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value length = arith::MaxSIOp::create(
+      rewriter, loc, arith::SubIOp::create(rewriter, loc, ub, lb), zero);
+  Value mainEnd = arith::AddIOp::create(
+      rewriter, loc, lb,
+      arith::MulIOp::create(
+          rewriter, loc, arith::DivUIOp::create(rewriter, loc, length, span),
+          span));
+  Value neutralVector = arith::ConstantOp::create(
+      rewriter, loc, DenseElementsAttr::get(accType, neutral));
+  SmallVector<Value> inits(loop.getInitArgs());
+  for (unsigned k = 1; k < factor; ++k)
+    inits.push_back(neutralVector);
+  unsigned n = loop.getNumRegionIterArgs();
+  Block *body = loop.getBody();
+  auto yield = cast<scf::YieldOp>(body->getTerminator());
+  auto main = scf::ForOp::create(
+      rewriter, loc, lb, mainEnd, span, inits,
+      [&](OpBuilder &b, Location l, Value iv, ValueRange args) {
+        SmallVector<Value> current(args.take_front(n));
+        SmallVector<Value> extra(args.drop_front(n));
+        for (unsigned k = 0; k < factor; ++k) {
+          IRMapping map;
+          Value offset = k == 0 ? iv
+                                : arith::AddIOp::create(
+                                      b, l, iv,
+                                      arith::MulIOp::create(
+                                          b, l, step,
+                                          arith::ConstantIndexOp::create(
+                                              b, l, k)))
+                                      .getResult();
+          map.map(loop.getInductionVar(), offset);
+          for (unsigned i = 0; i < n; ++i)
+            map.map(loop.getRegionIterArgs()[i],
+                    i == index && k > 0 ? extra[k - 1] : current[i]);
+          for (Operation &op : body->without_terminator())
+            b.clone(op, map);
+          for (unsigned i = 0; i < n; ++i) {
+            Value next = map.lookupOrDefault(yield.getOperand(i));
+            if (i == index && k > 0)
+              extra[k - 1] = next;
+            else
+              current[i] = next;
+          }
+        }
+        SmallVector<Value> results(current);
+        results.append(extra);
+        scf::YieldOp::create(b, l, results);
+      });
+  main->setAttr(kSplitAccumulatorAttr, rewriter.getUnitAttr());
+  // The rest starts where the main loop stopped, from the accumulators
+  // combined pairwise.
+  rewriter.setInsertionPointAfter(main);
+  SmallVector<Value> partial{main.getResult(index)};
+  for (unsigned k = 1; k < factor; ++k)
+    partial.push_back(main.getResult(n + k - 1));
+  while (partial.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i + 1 < partial.size(); i += 2)
+      next.push_back(vector::makeArithReduction(rewriter, loc, kind,
+                                                partial[i + 1], partial[i]));
+    if (partial.size() % 2)
+      next.push_back(partial.back());
+    partial = std::move(next);
+  }
+  rewriter.modifyOpInPlace(loop, [&] {
+    loop.getLowerBoundMutable().assign(mainEnd);
+    for (unsigned i = 0; i < n; ++i)
+      loop.getInitArgsMutable()[i].assign(i == index ? partial.front()
+                                                     : main.getResult(i));
+    loop->setAttr(kSplitAccumulatorAttr, rewriter.getUnitAttr());
+  });
+  rewriter.moveOpAfter(loop, partial.front().getDefiningOp()
+                                 ? partial.front().getDefiningOp()
+                                 : main.getOperation());
+}
+
 /// Step 5 of the file comment on one loop: each iter_arg used only as the
 /// accumulator of one vector.multi_reduction whose result is yielded back
 /// into it is replaced by a vector accumulator of the reduction's source
 /// type. Returns whether the loop changed.
-bool widenReductionAccumulators(RewriterBase &rewriter, scf::ForOp loop) {
+bool widenReductionAccumulators(RewriterBase &rewriter, scf::ForOp loop,
+                                unsigned vectorBits) {
   auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
   for (auto [index, arg] : llvm::enumerate(loop.getRegionIterArgs())) {
     if (!arg.hasOneUse())
@@ -347,12 +476,17 @@ bool widenReductionAccumulators(RewriterBase &rewriter, scf::ForOp loop) {
     auto newLoop = cast<scf::ForOp>(widened->getOperation());
     // The old accumulator now only passes through: the reduction returns it
     // unchanged, and the vector accumulator is reduced once after the loop.
+    // Read before the reduction is replaced (erased).
+    vector::CombiningKind kind = reduction.getKind();
+    SmallVector<int64_t> reductionDims(reduction.getReductionDims());
     rewriter.replaceOp(reduction, newLoop.getRegionIterArgs()[index]);
+    splitReductionAccumulator(rewriter, newLoop,
+                              newLoop.getNumRegionIterArgs() - 1, kind,
+                              neutral, vectorBits);
     rewriter.setInsertionPointAfter(newLoop);
     Value vacc = newLoop.getResults().back();
     Value result = vector::MultiDimReductionOp::create(
-        rewriter, loc, accInit.getType(), reduction.getKind(), vacc, accInit,
-        reduction.getReductionDims());
+        rewriter, loc, accInit.getType(), kind, vacc, accInit, reductionDims);
     rewriter.replaceAllUsesWith(newLoop.getResult(index), result);
     return true;
   }
@@ -495,7 +629,7 @@ struct TileAndVectorizePass final
       module.walk([&](scf::ForOp loop) {
         if (changed)
           return WalkResult::interrupt();
-        changed = widenReductionAccumulators(rewriter, loop);
+        changed = widenReductionAccumulators(rewriter, loop, vectorBits);
         return changed ? WalkResult::interrupt() : WalkResult::advance();
       });
     }

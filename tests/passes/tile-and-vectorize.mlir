@@ -4,7 +4,9 @@
 // left a linalg op; row reductions keep a vector accumulator in the loop
 // and reduce it once per row, even with the peeled tile using the same
 // output (@rowsum, the hoisting workaround of
-// src/passes/workarounds/HoistTileAccumulators.cpp); contractions that
+// src/passes/workarounds/HoistTileAccumulators.cpp), in four independent
+// registers over steps of four vectors, then one (splitReductionAccumulator,
+// @rowsum at 512 bits: 100 = 64 + 2 x 16 + 4 scalar); contractions that
 // kina-matmul-kernel leaves accumulate a vector of C over k; ops with
 // linalg.index and i1 buffers stay as they are. The outermost loop of a
 // nest, when parallel and not known to be small, moves into an outlined
@@ -48,9 +50,14 @@ func.func @chain(%x: memref<?x?xf32>, %y: memref<?x?xf32>, %out: memref<?x?xf32>
 }
 
 // CHECK-LABEL: func.func @rowsum(
+// CHECK: %[[Z:.*]] = arith.constant dense<-0.000000e+00> : vector<1x16xf32>
 // CHECK: scf.for %[[ROW:.*]] =
 // CHECK: %[[INIT:.*]] = vector.load %{{.*}}[%[[ROW]]] : memref<64xf32>, vector<1xf32>
-// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<1xf32>, vector<1x16xf32>)
+// CHECK: %[[MAIN:.*]]:5 = scf.for {{.*}} iter_args(%{{.*}} = %[[INIT]], %{{.*}} = %[[Z]], %{{.*}} = %[[Z]], %{{.*}} = %[[Z]], %{{.*}} = %[[Z]]) -> (vector<1xf32>, vector<1x16xf32>, vector<1x16xf32>, vector<1x16xf32>, vector<1x16xf32>)
+// CHECK-COUNT-4: arith.addf %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK: } {kina.split_accumulator}
+// CHECK-COUNT-3: arith.addf %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[MAIN]]#0, %{{.*}}) -> (vector<1xf32>, vector<1x16xf32>)
 // CHECK-NOT: memref<64xf32>
 // CHECK: arith.addf %{{.*}} : vector<16xf32>
 // CHECK: scf.yield
