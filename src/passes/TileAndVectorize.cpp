@@ -409,7 +409,7 @@ void splitReductionAccumulator(RewriterBase &rewriter, scf::ForOp loop,
       });
   main->setAttr(kSplitAccumulatorAttr, rewriter.getUnitAttr());
   // The rest starts where the main loop stopped, from the accumulators
-  // combined pairwise.
+  // combined pairwise (between the two loops: `main` was built before it).
   rewriter.setInsertionPointAfter(main);
   SmallVector<Value> partial{main.getResult(index)};
   for (unsigned k = 1; k < factor; ++k)
@@ -430,9 +430,6 @@ void splitReductionAccumulator(RewriterBase &rewriter, scf::ForOp loop,
                                                      : main.getResult(i));
     loop->setAttr(kSplitAccumulatorAttr, rewriter.getUnitAttr());
   });
-  rewriter.moveOpAfter(loop, partial.front().getDefiningOp()
-                                 ? partial.front().getDefiningOp()
-                                 : main.getOperation());
 }
 
 /// Step 5 of the file comment on one loop: each iter_arg used only as the
