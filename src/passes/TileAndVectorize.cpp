@@ -12,14 +12,17 @@
 //     "cpu.vectorize" schedule of the op's Kina statement, kina/Tuning.h,
 //     may give another width and several registers per tile), every other loop
 //     in tiles of 1. So an elementwise chain (one fused linalg.generic) is
-//     one loop nest over full rows of vectors; a row reduction (softmax's
+//     one loop nest over full rows of vectors (untuned, four registers per
+//     tile, then one, so four independent vectors are in flight:
+//     defaultVectors); a row reduction (softmax's
 //     max and sum, layer_norm's mean and variance) walks its row one vector
 //     at a time; a column reduction and a contraction (the matmuls that
 //     kina-matmul-kernel does not take: integer, bf16, batched, broadcast)
 //     accumulate a vector of the output over their reduction loops;
 //  2. peeling (scf::peelForLoopAndSimplifyBounds) of the vector loop: its
 //     full tiles have static shapes, the last partial tile stays a linalg op
-//     (scalar loops from convert-linalg-to-loops later);
+//     (scalar loops from convert-linalg-to-loops later; a partial tile of
+//     four registers is first tiled and peeled again at one);
 //  3. vectorisation of each full tile (linalg::vectorize: transfer_read,
 //     arith/math on vectors, vector.multi_reduction);
 //  4. the subviews folded into the transfers (fold-memref-alias-ops) and
@@ -166,6 +169,30 @@ unsigned vectorDim(linalg::LinalgOp op) {
   return best;
 }
 
+/// Registers per tile of an untuned op with no reduction loop whose every
+/// operand is read or written contiguously along the vector dim or not at
+/// all along it (an elementwise chain, a row broadcast): kElementwiseVectors.
+/// One register per tile leaves a chain of dependent math (exp's and
+/// tanh's polynomials: about 70 cycles a vector on a Zen 3) bound by the
+/// latency of one vector at a time; four independent vectors per step keep
+/// the FMA pipes busy (bench/cpu's chain row, 2^24 f32, 1 thread: 29-32 ->
+/// 16-20 ms; 8 registers measured slower, 23 ms). Other ops (reductions,
+/// whose accumulators splitReductionAccumulator splits instead, and
+/// transposes) keep one register per tile.
+constexpr unsigned kElementwiseVectors = 4;
+unsigned defaultVectors(linalg::LinalgOp op, unsigned dim) {
+  if (op.getNumReductionLoops() != 0)
+    return 1;
+  for (AffineMap map : op.getIndexingMapsArray()) {
+    if (!map.isFunctionOfDim(dim))
+      continue;
+    if (map.getNumResults() == 0 ||
+        map.getDimPosition(map.getNumResults() - 1) != dim)
+      return 1;
+  }
+  return kElementwiseVectors;
+}
+
 /// Whether `op` is nested in a loop marked kParallelLoopAttr (a row loop of
 /// kina-fuse-rows): the loops of the ops inside it stay on its thread.
 bool insideParallelLoop(Operation *op) {
@@ -214,6 +241,38 @@ void lowerRowLoops(RewriterBase &rewriter, ModuleOp module,
   }
 }
 
+/// Workaround: in the full-tile loop `loop` (step `lanes`) left by
+/// scf::peelForLoopAndSimplifyBounds, each tile size min(size - iv, lanes)
+/// that peeling did not simplify becomes `lanes`. Upstream MLIR 22's
+/// rewritePeeledMinMaxOp proves min(ub - iv, step) == step only when the
+/// tiled size is a symbol of its own; a size that is itself an affine
+/// function of an enclosing loop's induction variable (the partial tile of
+/// a wider tiling, tiled again: `min(s0 - d0 - d1, 8)`) stays a min, so the
+/// tile's shape stays dynamic and linalg::vectorize skips it. Sound because
+/// the loop runs only while iv + lanes <= ub. Checked by @chain_rest in
+/// tests/passes/tile-and-vectorize.mlir.
+void foldFullTileSizes(RewriterBase &rewriter, scf::ForOp loop,
+                       unsigned lanes) {
+  Value iv = loop.getInductionVar();
+  llvm::SmallVector<affine::AffineMinOp> mins;
+  loop.getBody()->walk([&](affine::AffineMinOp min) {
+    if (!llvm::is_contained(min.getOperands(), iv))
+      return;
+    for (AffineExpr e : min.getAffineMap().getResults())
+      if (auto c = dyn_cast<AffineConstantExpr>(e);
+          c && c.getValue() == int64_t(lanes)) {
+        mins.push_back(min);
+        return;
+      }
+  });
+  for (affine::AffineMinOp min : mins) {
+    rewriter.setInsertionPoint(min);
+    rewriter.replaceOp(min, arith::ConstantIndexOp::create(rewriter,
+                                                           min.getLoc(), lanes)
+                                .getResult());
+  }
+}
+
 /// Tiles `op` (steps 1 and 2 of the file comment) and marks its full tiles
 /// with kFullTileAttr: the vector dim in tiles of `vectors` registers of
 /// `vectorBits` bits; its outermost loop, when parallel, runs on the thread
@@ -221,10 +280,15 @@ void lowerRowLoops(RewriterBase &rewriter, ModuleOp module,
 /// statically shorter than one tile gets the widest narrower tile it holds,
 /// down to 128 bits (a row of 10 f32 with 512-bit vectors: tiles of 8,
 /// as with 256-bit ones, not scalar loops); `op` is left alone when even
-/// that does not fit.
+/// that does not fit. With `vectors` above 1 and `splitRest`, the partial
+/// tile left after the full ones is tiled again in one-register tiles
+/// (then scalar loops for the last elements), so a short row loses
+/// nothing to the wider tile. `mayRunInParallel` false keeps every loop on
+/// the caller's thread (the rest of a row).
 LogicalResult tileAndPeel(RewriterBase &rewriter, linalg::LinalgOp op,
                           unsigned vectorBits, unsigned vectors,
-                          int64_t grain) {
+                          int64_t grain, bool splitRest = false,
+                          bool mayRunInParallel = true) {
   unsigned elementBits = widestElementBits(op);
   unsigned lanes =
       std::max(1u, vectorBits / elementBits) * std::max(1u, vectors);
@@ -254,7 +318,8 @@ LogicalResult tileAndPeel(RewriterBase &rewriter, linalg::LinalgOp op,
     tile->setAttr(kFullTileAttr, rewriter.getUnitAttr());
   // Every loop is tiled, so the loops are in loop-dim order. The outermost
   // one runs on the thread pool (step 7) when it is a parallel loop.
-  if (outerParallel && !insideParallelLoop(tiled->loops[0])) {
+  if (mayRunInParallel && outerParallel &&
+      !insideParallelLoop(tiled->loops[0])) {
     tiled->loops[0]->setAttr(kParallelLoopAttr, rewriter.getUnitAttr());
     if (grain != kRuntimeGrain)
       tiled->loops[0]->setAttr(kParallelGrainAttr,
@@ -266,8 +331,17 @@ LogicalResult tileAndPeel(RewriterBase &rewriter, linalg::LinalgOp op,
       succeeded(scf::peelForLoopAndSimplifyBounds(rewriter, loop, partial))) {
     partial.walk(
         [](linalg::LinalgOp tile) { tile->removeAttr(kFullTileAttr); });
+    if (!mayRunInParallel)
+      foldFullTileSizes(rewriter, loop, lanes);
     // A peeled outermost loop: only its full tiles run on the pool.
     partial->removeAttr(kParallelLoopAttr);
+    if (splitRest && vectors > 1) {
+      linalg::LinalgOp rest;
+      partial.walk([&](linalg::LinalgOp tile) { rest = tile; });
+      if (rest)
+        (void)tileAndPeel(rewriter, rest, vectorBits, 1, grain,
+                          /*splitRest=*/false, /*mayRunInParallel=*/false);
+    }
   }
   return success();
 }
@@ -570,8 +644,10 @@ struct TileAndVectorizePass final
           tuning ? tuning->lookup(tuningKey(op, kVectorizeKeyKind)) : nullptr;
       int64_t bits = s ? s->get("vbits", 0) : 0;
       (void)tileAndPeel(rewriter, op, bits > 0 ? unsigned(bits) : vectorBits,
-                        s ? unsigned(s->get("vectors", 1)) : 1u,
-                        s ? s->get("grain", kRuntimeGrain) : kRuntimeGrain);
+                        s ? unsigned(s->get("vectors", 1))
+                          : defaultVectors(op, vectorDim(op)),
+                        s ? s->get("grain", kRuntimeGrain) : kRuntimeGrain,
+                        /*splitRest=*/!s);
     }
 
     // Static shapes for the full tiles: constant subview sizes become

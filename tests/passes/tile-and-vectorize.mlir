@@ -1,7 +1,10 @@
 // kina-tile-and-vectorize (src/passes/TileAndVectorize.cpp): linalg ops on
 // buffers become loops of vector code: the contiguous loop in tiles of one
 // register (16 f32 or i32 at vector-bits=512), the partial tile peeled and
-// left a linalg op; row reductions keep a vector accumulator in the loop
+// left a linalg op; an elementwise op (@chain) in tiles of four registers,
+// then its partial tile in tiles of one (the tile sizes of that second
+// peeling folded by foldFullTileSizes, the workaround of an MLIR 22 peeling
+// limit), then scalar; row reductions keep a vector accumulator in the loop
 // and reduce it once per row, even with the peeled tile using the same
 // output (@rowsum, the hoisting workaround of
 // src/passes/workarounds/HoistTileAccumulators.cpp), in four independent
@@ -21,16 +24,25 @@
 // CHECK-SAME: attributes {kina.parallel_body}
 // CHECK: scf.for %{{.*}} = %[[LO]] to
 // CHECK: scf.for
+// CHECK: vector.load %{{.*}} : memref<?x?xf32>, vector<64xf32>
+// CHECK: math.exp %{{.*}} : vector<64xf32>
+// CHECK: vector.store %{{.*}} : memref<?x?xf32>, vector<64xf32>
+// CHECK: scf.for
+// CHECK-NOT: affine.min
+// CHECK: scf.for
+// CHECK-NOT: affine.min
 // CHECK: vector.load %{{.*}} : memref<?x?xf32>, vector<16xf32>
 // CHECK: math.exp %{{.*}} : vector<16xf32>
 // CHECK: vector.store %{{.*}} : memref<?x?xf32>, vector<16xf32>
 // CHECK: scf.for
+// CHECK: affine.min
 // CHECK: linalg.generic
 // CHECK: return
 // CHECK-LABEL: func.func @chain(
 // CHECK-NOT: vector.
 // CHECK: call @__kina_par_chain(
 // SSE-LABEL: func.func private @__kina_par_chain(
+// SSE: math.exp %{{.*}} : vector<16xf32>
 // SSE: math.exp %{{.*}} : vector<4xf32>
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
