@@ -331,6 +331,8 @@ LogicalResult tileAndPeel(RewriterBase &rewriter, linalg::LinalgOp op,
       succeeded(scf::peelForLoopAndSimplifyBounds(rewriter, loop, partial))) {
     partial.walk(
         [](linalg::LinalgOp tile) { tile->removeAttr(kFullTileAttr); });
+    // Only the re-tiled rest (the one caller passing false) has tile sizes
+    // that depend on an enclosing loop's induction variable.
     if (!mayRunInParallel)
       foldFullTileSizes(rewriter, loop, lanes);
     // A peeled outermost loop: only its full tiles run on the pool.
