@@ -76,8 +76,8 @@
 //  - kina-math-approximation (option functions): each f32 `math` op among
 //    `functions` (default: those measured within docs/tolerances.md:
 //    src/passes/MathApproximation.cpp) becomes MLIR's polynomial
-//    approximation, straight-line code LLVM vectorises, instead of a libm
-//    call. Before the math lowering, at -O1 and above.
+//    approximation (f32 `powf`: kina's f64 evaluation), straight-line code
+//    LLVM vectorises, instead of a libm call. Before the math lowering, at -O1 and above.
 //  - kina-lower-to-llvm (option alloc-function): arith, math, cf, func,
 //    memref, vector, index and ub to the LLVM dialect in one conversion,
 //    every `memref.alloc` a call of the runtime's unranked allocation

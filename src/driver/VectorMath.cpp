@@ -2,9 +2,9 @@
 //-------------===//
 //
 // kina-opt's pipelines vectorise elementwise loops in MLIR
-// (kina-tile-and-vectorize), so a `sin`, `cos`, `log`, `pow` (and an `exp`
-// that kina-math-approximation left alone: f64, or f32 for a processor
-// without FMA) reaches LLVM IR as a vector intrinsic, `llvm.sin.v8f32`.
+// (kina-tile-and-vectorize), so a `sin`, `cos`, `log`, f64 `pow` (and an
+// `exp` or f32 `pow` that kina-math-approximation left alone: f64, or f32 for a
+// processor without FMA) reaches LLVM IR as a vector intrinsic, `llvm.sin.v8f32`.
 // llc scalarises those into one libm call per lane (`sinf` eight times),
 // which kept these functions at libm's scalar speed (docs/tolerances.md).
 //

@@ -1872,6 +1872,25 @@ def gen_composite():
         a = rand(rng_of(name), dt, (5,))
         binary_case(name, "mul", dt, a, [5], np.array(3.0), None, [5],
                     "composite", lit=("right", 3))
+    # C's pow special cases (every base against every exponent, 24 lanes
+    # wide so the vector loop and its scalar rest both see them): +-0,
+    # +-1, +-inf, NaN bases; odd and even integers (2^24 - 1 the largest
+    # odd f32), halves, infinite and NaN exponents; overflow, underflow and
+    # subnormal results.
+    for dt in ["f32", "f64"]:
+        name = f"pow_{dt}_special_values"
+        tiny = float_min_subnormal(dt)
+        big = float_max(dt)
+        bases = round_float(np.array(
+            [NAN, INF, -INF, 0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5,
+             3.0, -3.0, tiny, -tiny, big, -big, 1e-3, 10.0, -10.0]), dt)
+        exps = round_float(np.array(
+            [0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 3.0, -3.0, 0.5, -0.5, INF,
+             -INF, NAN, 16777215.0, -16777215.0, 16777216.0, 1e10, 127.0,
+             -149.0, 2.5, 0.75, -7.0, 1e-3, 0.1]), dt)
+        binary_case(name, "pow", dt, bases.reshape(-1, 1), [len(bases), 1],
+                    exps.reshape(1, -1), [1, len(exps)],
+                    [len(bases), len(exps)], "composite")
     for dt in ["f32", "i8", "bf16"]:
         name = f"gt_{dt}_literal"
         rng = rng_of(name)
