@@ -67,18 +67,12 @@ Type withElementType(Type like, Type element) {
   return element;
 }
 
-/// A constant of `type` (a float or integer scalar or vector type), every
-/// element `value`.
-Value splatConstant(ImplicitLocOpBuilder &b, Type type, double value) {
-  Type element = getElementTypeOrSelf(type);
-  TypedAttr attr;
-  if (isa<FloatType>(element))
-    attr = b.getFloatAttr(element, value);
-  else
-    attr = b.getIntegerAttr(element, static_cast<int64_t>(value));
+/// A constant of `type` (a scalar or vector type), every element
+/// `element` (an attribute of `type`'s element type).
+Value splatConstant(ImplicitLocOpBuilder &b, Type type, TypedAttr element) {
   if (auto vector = dyn_cast<VectorType>(type))
-    attr = DenseElementsAttr::get(vector, attr);
-  return arith::ConstantOp::create(b, attr);
+    element = DenseElementsAttr::get(vector, element);
+  return arith::ConstantOp::create(b, element);
 }
 
 /// f32 `math.powf` (scalar or vector), IEEE 754 / C `powf` semantics
@@ -133,18 +127,19 @@ struct PowFInF64 final : OpRewritePattern<math::PowFOp> {
     Type f64 = withElementType(type, b.getF64Type());
     Type i32 = withElementType(type, b.getI32Type());
     Type i64 = withElementType(type, b.getI64Type());
-    auto c32 = [&](double v) { return splatConstant(b, type, v); };
-    auto c64 = [&](double v) { return splatConstant(b, f64, v); };
-    auto ci32 = [&](int64_t v) {
-      return splatConstant(b, i32, static_cast<double>(v));
+    auto c32 = [&](double v) {
+      return splatConstant(b, type, b.getF32FloatAttr(v));
     };
-    // Integer constants beyond 2^53 would not survive the double of
-    // splatConstant.
-    auto ci64 = [&](uint64_t v) -> Value {
-      TypedAttr attr = b.getIntegerAttr(b.getI64Type(), v);
-      if (auto vector = dyn_cast<VectorType>(i64))
-        attr = DenseElementsAttr::get(vector, attr);
-      return arith::ConstantOp::create(b, attr);
+    auto c64 = [&](double v) {
+      return splatConstant(b, f64, b.getF64FloatAttr(v));
+    };
+    // Integer bit patterns (two's complement: 0xfff0... is negative).
+    auto ci32 = [&](int64_t v) {
+      return splatConstant(b, i32, b.getI32IntegerAttr(v));
+    };
+    auto ci64 = [&](uint64_t v) {
+      return splatConstant(b, i64,
+                           b.getI64IntegerAttr(static_cast<int64_t>(v)));
     };
     auto contract = arith::FastMathFlags::contract;
     // Horner's rule, each step a * v + c fused where the processor has FMA.
