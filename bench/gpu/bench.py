@@ -355,6 +355,18 @@ def profile(name, run):
     for e in events[:14]:
         print("  %8.3f ms %4d x  %s" % (e.device_time_total / 3e3,
                                         e.count // 3, e.key[:90]))
+    # The last call's kernels and copies in launch order (kinac names its
+    # kernels after the function: the order tells them apart; `kinac
+    # --stats` lists them in the same order).
+    kernels = [e for e in p.events()
+               if e.device_type == torch.autograd.DeviceType.CUDA]
+    kernels.sort(key=lambda e: e.time_range.start)
+    per_call = len(kernels) // 3
+    if per_call:
+        print("  the last call, in launch order (us):")
+        for i, e in enumerate(kernels[-per_call:]):
+            print("    %2d %8.1f  %s" % (i, e.time_range.elapsed_us(),
+                                       e.name[:90]))
 
 
 def rel_error(out, ref):

@@ -30,6 +30,12 @@
 //    computed once, into the row of the result, and read there by both
 //    (src/passes/ShareRowValues.cpp). After the last elementwise fusion,
 //    cpu target, at -O1 and above.
+//  - kina-clone-shared-fills: a `linalg.fill` on tensors read as the
+//    destination of several ops (cse merges equal fills) is cloned, with
+//    its `tensor.empty`, before each of them but the first, so one-shot
+//    bufferization fills each op's own buffer instead of copying a filled
+//    one (src/passes/CloneSharedFills.cpp). Just before bufferization, at
+//    -O1 and above.
 //  - kina-empty-reshape: each `tensor.collapse_shape` and
 //    `tensor.expand_shape` whose source has a static 0 dim becomes a
 //    `tensor.empty` of its result's sizes: MLIR 22's bufferization turns a
@@ -104,6 +110,10 @@
 #include <optional>
 #include <string>
 
+namespace mlir::linalg {
+class GenericOp;
+} // namespace mlir::linalg
+
 namespace kina {
 
 #define GEN_PASS_DECL
@@ -159,6 +169,15 @@ struct KernelMatmul {
 /// or f64. Otherwise std::nullopt. `--autotune` tunes such an op in the
 /// space "cpu.matmul" under tuningKey(op, "matmul").
 std::optional<KernelMatmul> matchKernelMatmul(mlir::Operation *op);
+
+/// True when `op` rounds a contraction's f32 result to f16 or bf16 and
+/// nothing more (on tensors): one input, produced by a contraction
+/// (linalg::isaContractionOpInterface), identity maps, all loops parallel,
+/// the body `yield truncf(in)`. On the cuda target such an op stays its own
+/// (kina-elementwise-fusion with keep-contractions) and gets its own
+/// destination (kina-clone-shared-fills with empties): the product is then
+/// written rounded, by cuBLASLt or the attention kernel.
+bool roundsContraction(mlir::linalg::GenericOp op);
 
 /// kina-matmul-kernel with each matmul's schedule from `tuning` (by its
 /// tuningKey(op, "matmul"); kina/Tuning.h, space "cpu.matmul"), the

@@ -54,6 +54,46 @@ def ElementwiseFusionPass
                            "mlir::tensor::TensorDialect"];
 }
 
+def CloneSharedFillsPass
+    : Pass<"kina-clone-shared-fills", "mlir::ModuleOp"> {
+  let summary = "Give each destination use of a linalg.fill its own fill";
+  let description = [{
+    A `linalg.fill` on tensors read as the destination (init) of several
+    ops (cse merges MLIRGen's equal fills) is cloned, with its
+    `tensor.empty`, right before each of those ops but the first: one-shot
+    bufferization would otherwise give each later op a copy of the filled
+    buffer. Input uses keep the original. With `empties` (the cuda
+    target), the rounding of a contraction's product (roundsContraction,
+    kina/Passes.h) gets its own clone of a shared `tensor.empty`
+    destination, so the rounded product is never written into the buffer
+    of an earlier, dead op (the attention's V). Runs on tensors just before
+    bufferization, at -O1 and above: src/passes/CloneSharedFills.cpp.
+  }];
+  let options = [
+    Option<"empties", "empties", "bool", /*default=*/"false",
+           "also give each contraction's rounding its own tensor.empty">
+  ];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
+def GeneralizeNamedOpsPass
+    : Pass<"kina-generalize-named-ops", "mlir::ModuleOp"> {
+  let summary = "linalg-generalize-named-ops without merging blocks";
+  let description = [{
+    Every named linalg op (linalg.fill, linalg.copy, linalg.matmul, ...)
+    becomes its `linalg.generic` (linalg::generalizeNamedOp), one op at a
+    time, with no pattern driver: MLIR 22's `linalg-generalize-named-ops`
+    runs the greedy driver, whose aggressive region simplification merges
+    identical blocks, and after kina-buffer-ownership it merges the
+    early-return blocks of several allocations into one block taking the
+    buffer as an argument, a use of an intermediate buffer the cuda
+    mappers do not expect. An MLIR 22 workaround:
+    src/passes/workarounds/GeneralizeNamedOps.cpp.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
 def EmptyReshapePass : Pass<"kina-empty-reshape", "mlir::ModuleOp"> {
   let summary = "Replace reshapes of tensors with a static 0 dim by "
                 "tensor.empty";

@@ -53,3 +53,50 @@ func.func @collapse_then_matmul(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>) -> t
   } -> tensor<6x5xf32>
   return %p : tensor<6x5xf32>
 }
+
+// A bf16 product's rounding (MLIRGen's truncf after the f32 contraction)
+// stays its own op with keep-contractions, so cuBLASLt writes the rounded
+// product and the bias add reads bf16; without the option it is fused into
+// the add, which then reads the f32 product.
+// KEEP-LABEL: func.func @bf16_product_then_bias(
+// KEEP: %[[P:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+// KEEP: %[[R:.*]] = linalg.generic {{.*}}ins(%[[P]] : tensor<4x3xf32>) outs(%{{.*}} : tensor<4x3xbf16>)
+// KEEP-NEXT: ^bb0
+// KEEP-NEXT: arith.truncf
+// KEEP-NEXT: linalg.yield
+// KEEP: linalg.generic {{.*}}ins(%[[R]], %{{.*}} : tensor<4x3xbf16>, tensor<3xbf16>)
+// FUSE-LABEL: func.func @bf16_product_then_bias(
+// FUSE: %[[P:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+// FUSE: linalg.generic {{.*}}ins(%[[P]], %{{.*}} : tensor<4x3xf32>, tensor<3xbf16>)
+// FUSE: arith.truncf
+// FUSE: arith.extf
+// FUSE: arith.addf
+func.func @bf16_product_then_bias(%a: tensor<4x8xbf16>, %b: tensor<8x3xbf16>, %bias: tensor<3xbf16>) -> tensor<4x3xbf16> {
+  %zero = arith.constant 0.0 : f32
+  %ce = tensor.empty() : tensor<4x3xf32>
+  %c = linalg.fill ins(%zero : f32) outs(%ce : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %p = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<4x8xbf16>, tensor<8x3xbf16>) outs(%c : tensor<4x3xf32>) {
+  ^bb0(%u: bf16, %v: bf16, %acc: f32):
+    %ue = arith.extf %u : bf16 to f32
+    %ve = arith.extf %v : bf16 to f32
+    %mul = arith.mulf %ue, %ve : f32
+    %s = arith.addf %acc, %mul : f32
+    linalg.yield %s : f32
+  } -> tensor<4x3xf32>
+  %re = tensor.empty() : tensor<4x3xbf16>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%p : tensor<4x3xf32>) outs(%re : tensor<4x3xbf16>) {
+  ^bb0(%x: f32, %o: bf16):
+    %t = arith.truncf %x : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<4x3xbf16>
+  %oe = tensor.empty() : tensor<4x3xbf16>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%r, %bias : tensor<4x3xbf16>, tensor<3xbf16>) outs(%oe : tensor<4x3xbf16>) {
+  ^bb0(%x: bf16, %bb: bf16, %o: bf16):
+    %xe = arith.extf %x : bf16 to f32
+    %be = arith.extf %bb : bf16 to f32
+    %s = arith.addf %xe, %be : f32
+    %t = arith.truncf %s : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<4x3xbf16>
+  return %y : tensor<4x3xbf16>
+}

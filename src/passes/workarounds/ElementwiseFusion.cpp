@@ -28,6 +28,7 @@
 #include "kina/abi.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -95,6 +96,17 @@ bool intoContraction(OpOperand *fused) {
   return consumer && linalg::isaContractionOpInterface(consumer);
 }
 
+/// True when the producer of `fused` rounds a contraction's product
+/// (roundsContraction): with keep-contractions it stays its own op, so the
+/// cuda target's matmul writes the rounded product itself (cuBLASLt's D of
+/// the half type, kina-gpu-map-matmul's truncationAfter; the attention
+/// kernel's output, kina-gpu-map-attention) and its consumer reads half the
+/// bytes, instead of the f32 product going through memory.
+bool producerRoundsContraction(OpOperand *fused) {
+  auto producer = fused->get().getDefiningOp<linalg::GenericOp>();
+  return producer && roundsContraction(producer);
+}
+
 class ElementwiseFusionPass
     : public impl::ElementwiseFusionPassBase<ElementwiseFusionPass> {
 public:
@@ -107,7 +119,9 @@ public:
     RewritePatternSet patterns(context);
     bool keep = keepContractions;
     linalg::ControlFusionFn control = [keep](OpOperand *fused) {
-      return fusionIsSound(fused) && !(keep && intoContraction(fused));
+      return fusionIsSound(fused) &&
+             !(keep && (intoContraction(fused) ||
+                        producerRoundsContraction(fused)));
     };
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
     linalg::ControlFusionFn reshapeControl = [keep](OpOperand *fused) {
@@ -136,5 +150,25 @@ public:
 };
 
 } // namespace
+
+bool roundsContraction(linalg::GenericOp op) {
+  if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() != 0 ||
+      !llvm::all_of(op.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }))
+    return false;
+  auto source = op.getDpsInputs()[0].getDefiningOp<linalg::LinalgOp>();
+  if (!source || !linalg::isaContractionOpInterface(source))
+    return false;
+  Block &body = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto trunc = yield.getNumOperands() == 1
+                   ? yield.getOperand(0).getDefiningOp<arith::TruncFOp>()
+                   : arith::TruncFOp();
+  return body.getOperations().size() == 2 && trunc &&
+         trunc.getIn() == body.getArgument(0) &&
+         trunc.getIn().getType().isF32() &&
+         (trunc.getType().isBF16() || trunc.getType().isF16());
+}
 
 } // namespace kina

@@ -161,6 +161,10 @@ void CpuTarget::buildPipeline(OpPassManager &pm,
       bufferization::LayoutMapOption::IdentityLayoutMap;
   bufferize.unknownTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
+  // Each matmul's zero fill its own (cse merged equal ones: one-shot
+  // bufferization would copy the filled buffer for each later user).
+  if (optimize)
+    pm.addPass(createCloneSharedFillsPass());
   pm.addPass(createEmptyReshapePass());
   // The output row of each loop over rows written in place, not in a
   // per-row temporary copied out (a tensor.empty whose value is inserted

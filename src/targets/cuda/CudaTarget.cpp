@@ -7,9 +7,10 @@
 // --kina-cuda-pipeline` runs them all):
 //
 //   gpu-map:   kina-read-only-arguments, canonicalize, kina-elementwise-
-//              fusion, canonicalize, cse (-O1 and up), kina-empty-reshape,
-//              one-shot-bufferize, kina-buffer-ownership, kina-entry-points
-//              (with the kina_rt_gpu_* calls), linalg-generalize-named-ops,
+//              fusion, canonicalize, cse, kina-clone-shared-fills{empties}
+//              (-O1 and up), kina-empty-reshape, one-shot-bufferize,
+//              kina-buffer-ownership, kina-entry-points (with the
+//              kina_rt_gpu_* calls), kina-generalize-named-ops,
 //              kina-gpu-map-attention (-O1 and up), kina-gpu-map-row-
 //              chains, kina-gpu-map-matmul, kina-gpu-map-rows,
 //              kina-gpu-map-reductions,
@@ -266,6 +267,15 @@ void CudaTarget::buildStage(OpPassManager &pm, const TargetOptions &options,
         bufferization::LayoutMapOption::IdentityLayoutMap;
     bufferize.unknownTypeConversion =
         bufferization::LayoutMapOption::IdentityLayoutMap;
+    // Each matmul's zero fill its own (cse merged equal ones: one-shot
+    // bufferization would copy the filled buffer for each later user).
+    if (optimize) {
+      // And each rounded product its own tensor.empty: not written into a
+      // dead op's buffer (the attention kernel's output into its V).
+      CloneSharedFillsPassOptions clone;
+      clone.empties = true;
+      pm.addPass(createCloneSharedFillsPass(clone));
+    }
     pm.addPass(createEmptyReshapePass());
     pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
     pm.addPass(createBufferOwnershipPass());
@@ -275,7 +285,9 @@ void CudaTarget::buildStage(OpPassManager &pm, const TargetOptions &options,
     TensorDescEntryPointsPassOptions tensorDesc;
     tensorDesc.gpu = true;
     pm.addPass(createTensorDescEntryPointsPass(tensorDesc));
-    pm.addPass(createLinalgGeneralizeNamedOpsPass());
+    // Named ops as generics, the blocks left as they are
+    // (src/passes/workarounds/GeneralizeNamedOps.cpp).
+    pm.addPass(createGeneralizeNamedOpsPass());
     // Runs over small static rows with small matmuls (an MLP) first: one
     // warp-per-row kernel for the whole run.
     // Attention written out (matmul, softmax, matmul) as one

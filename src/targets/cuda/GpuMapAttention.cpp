@@ -8,12 +8,20 @@
 // loops b (any number), query rows m, keys n, head dims k and d:
 //
 //   S[b,m,n] = 0;  S[b,m,n] += ext(Q[b,m,k]) * ext(KT[b,k,n])       (mm1)
-//   X[b,m,n] = f(S[b,m,n], b, m, n)      the scores' ops, fused (score)
+//   [S'[b,m,n] = trunc(S[b,m,n])]        the product's rounding (round)
+//   X[b,m,n] = f(S'[b,m,n], b, m, n)     the scores' ops, fused (score)
 //   mx[b,m] = -inf;  mx[b,m] = maximumf(mx[b,m], ext(X[b,m,n]))      (max)
 //   E[b,m,n] = exp(ext(X[b,m,n]) - mx[b,m])                           (exp)
 //   sm[b,m] = 0;  sm[b,m] += E[b,m,n]                                 (sum)
 //   P[b,m,n] = trunc(E[b,m,n] / sm[b,m])                              (div)
 //   O[b,m,d] = 0;  O[b,m,d] += ext(P[b,m,n]) * ext(V[b,n,d])         (mm2)
+//   [R[b,m,d] = trunc(O[b,m,d])]         the output's rounding (roundOut)
+//
+// The roundings are separate ops on the cuda target (kina-elementwise-
+// fusion keeps a contraction's rounding its own op); `round` becomes part
+// of f (the f32 score rounded, then f), and with `roundOut` the kernel
+// stores the rounded output into R (not Q's, KT's or V's buffer: other
+// blocks still read those) and O is an intermediate.
 //
 // with Q, KT, P and V bf16 or f16 (f32 accumulation). The other mappers
 // give this five kernels and two cuBLASLt calls, and the [b, m, n] scores
@@ -251,6 +259,11 @@ bool fullAndRow(linalg::GenericOp op, unsigned rank, Value full, Value row) {
 /// The run, matched.
 struct Attention {
   linalg::GenericOp mm1, score, max, exp, sum, div, mm2;
+  /// Optional: S rounded to Q's type before the score's ops (`round`), and
+  /// O rounded after mm2 (`roundOut`, whose output the kernel then writes):
+  /// kina-elementwise-fusion keeps a contraction's rounding its own op on
+  /// the cuda target.
+  linalg::GenericOp round, roundOut;
   unsigned nb = 0;
   SmallVector<int64_t> batch;
   int64_t m = 0, n = 0, dk = 0, dv = 0;
@@ -306,6 +319,20 @@ bool isCausal(linalg::GenericOp score, unsigned nb, int64_t m, int64_t n) {
   }
 }
 
+/// `op` rounds `input` (f32) to a half type element by element over
+/// `rank` loops: identity maps, the body `yield truncf(in)`.
+bool isRounding(linalg::GenericOp op, Value input, unsigned rank) {
+  if (!op || !allParallel(op) || op.getNumLoops() != rank ||
+      op.getNumDpsInputs() != 1 || op.getDpsInputs()[0] != input ||
+      op.getNumDpsInits() != 1 ||
+      !llvm::all_of(op.getIndexingMapsArray(), isIdentity))
+    return false;
+  Block &body = op.getRegion().front();
+  auto trunc = yieldedValue(op).getDefiningOp<arith::TruncFOp>();
+  return body.getOperations().size() == 2 && trunc &&
+         trunc.getIn() == body.getArgument(0) && isHalfFloat(trunc.getType());
+}
+
 /// Matches the run starting at `mm1`.
 std::optional<Attention> match(linalg::GenericOp mm1) {
   Attention a;
@@ -347,6 +374,11 @@ std::optional<Attention> match(linalg::GenericOp mm1) {
     }
     stages.push_back(op);
   }
+  Value s = mm1.getDpsInits()[0];
+  if (stages.size() == 6 && isRounding(stages[0], s, rank)) {
+    a.round = stages[0];
+    stages.erase(stages.begin());
+  }
   if (stages.size() != 5)
     return std::nullopt;
   a.score = stages[0];
@@ -354,12 +386,13 @@ std::optional<Attention> match(linalg::GenericOp mm1) {
   a.exp = stages[2];
   a.sum = stages[3];
   a.div = stages[4];
-  Value s = mm1.getDpsInits()[0];
-  // score: X = f(S), all parallel over (b.., m, n), only S read.
+  // score: X = f(S) (or f(round(S))), all parallel over (b.., m, n), only
+  // S read.
   {
     linalg::GenericOp op = a.score;
+    Value in = a.round ? a.round.getDpsInits()[0] : s;
     if (!allParallel(op) || op.getNumLoops() != rank ||
-        op.getNumDpsInputs() != 1 || op.getDpsInputs()[0] != s ||
+        op.getNumDpsInputs() != 1 || op.getDpsInputs()[0] != in ||
         op.getNumDpsInits() != 1 ||
         !llvm::all_of(op.getIndexingMapsArray(), isIdentity))
       return std::nullopt;
@@ -456,9 +489,37 @@ std::optional<Attention> match(linalg::GenericOp mm1) {
   // The intermediates: allocations the run alone uses (their fills
   // included), never Q, KT, V or O.
   a.erase.push_back(mm1);
+  if (a.round)
+    a.erase.push_back(a.round);
   for (linalg::GenericOp op : stages)
     a.erase.push_back(op);
   a.erase.push_back(a.mm2);
+  // O's rounding right after mm2 along the path (deallocations between
+  // move after the kernel, which is then built at the rounding): the
+  // kernel writes the rounded O, and the f32 O is an intermediate.
+  {
+    SmallVector<memref::DeallocOp> between;
+    for (Operation *op = nextAlongPath(a.mm2); op; op = nextAlongPath(op)) {
+      if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
+        between.push_back(dealloc);
+        continue;
+      }
+      if (mayStandBetween(op) || op->hasTrait<OpTrait::IsTerminator>())
+        continue;
+      auto generic = dyn_cast<linalg::GenericOp>(op);
+      // Not into Q, KT or V's buffer (bufferization reuses a dead one):
+      // other blocks still read the rows this block would overwrite.
+      if (generic && isRounding(generic, a.out, rank) &&
+          plainStatic(generic.getDpsInits()[0]) &&
+          !llvm::is_contained({a.q, a.kt, a.v}, generic.getDpsInits()[0]) &&
+          isa_and_present<memref::AllocOp>(a.out.getDefiningOp())) {
+        a.roundOut = generic;
+        a.erase.push_back(generic);
+        a.deallocs.append(between.begin(), between.end());
+      }
+      break;
+    }
+  }
   llvm::SetVector<Value> written;
   for (Operation *op : a.erase)
     for (Value init : cast<linalg::GenericOp>(op).getDpsInits())
@@ -477,7 +538,9 @@ std::optional<Attention> match(linalg::GenericOp mm1) {
     a.erase.insert(a.erase.begin(), fill);
   }
   for (Value buffer : written) {
-    if (buffer == a.out)
+    if (buffer == a.out && !a.roundOut)
+      continue;
+    if (a.roundOut && buffer == a.roundOut.getDpsInits()[0])
       continue;
     if (!isa_and_present<memref::AllocOp>(buffer.getDefiningOp()))
       return std::nullopt;
@@ -491,6 +554,8 @@ std::optional<Attention> match(linalg::GenericOp mm1) {
   for (Value in : {a.q, a.kt, a.v})
     if (written.contains(in))
       return std::nullopt;
+  if (a.roundOut)
+    a.out = a.roundOut.getDpsInits()[0];
   // The run's deallocations of its own intermediates go with them; the
   // others (Q's or KT's last use was mm1) move after the kernel.
   llvm::erase_if(a.deallocs, [&](memref::DeallocOp d) {
@@ -506,7 +571,9 @@ public:
   Emitter(Attention &a) : a(a) {}
 
   void emit() {
-    OpBuilder b(a.mm2);
+    // At O's rounding when the kernel writes it (its buffer is allocated
+    // after mm2), else at mm2.
+    OpBuilder b(a.roundOut ? a.roundOut : a.mm2);
     // Every op the kernel replaces, fills included (the kernel report,
     // src/driver/KernelAnalysis.cpp, sums the FLOPs of that many
     // consecutive linalg ops).
@@ -873,7 +940,15 @@ private:
               a.score.getRegion().front().getArgument(1).getType();
           Value dummy = arith::ConstantOp::create(
               b, loc, outElem, b.getZeroAttr(outElem));
-          Value s = cloneRegion(b, a.score, {acc[c], dummy}, ivs)[0];
+          Value in = acc[c];
+          if (a.round) {
+            Type roundElem =
+                a.round.getRegion().front().getArgument(1).getType();
+            Value roundDummy = arith::ConstantOp::create(
+                b, loc, roundElem, b.getZeroAttr(roundElem));
+            in = cloneRegion(b, a.round, {in, roundDummy}, ivs)[0];
+          }
+          Value s = cloneRegion(b, a.score, {in, dummy}, ivs)[0];
           if (!s.getType().isF32())
             s = arith::ExtFOp::create(b, loc, f32, s);
           sv[t].push_back(s);
@@ -942,6 +1017,9 @@ private:
       for (int c = 0; c < 4; ++c) {
         Value value =
             arith::DivFOp::create(b, loc, res[4 + d * 4 + c], l[c / 2]);
+        Type outElem = cast<MemRefType>(a.out.getType()).getElementType();
+        if (value.getType() != outElem) // roundOut: O rounded, as it did
+          value = arith::TruncFOp::create(b, loc, outElem, value);
         Value col = add(b, pairCol, d * 8 + c % 2);
         memref::StoreOp::create(b, loc, value, a.out,
                                 with(base, c < 2 ? rowA : rowB, col));
