@@ -36,11 +36,17 @@
 //     rows each; Q's fragments loaded once into registers;
 //     for each block of 64 keys (causal: only up to the diagonal block):
 //       KT's [k, 64] tile and V's [64, d] tile into workgroup memory
-//       (16-byte vector loads where the host found the buffers aligned);
+//       (16-byte vector loads where the host found the buffers aligned;
+//       that kernel double-buffers the tiles where two stages fit in 48
+//       KiB: the next step's tiles stored into the other stage, the one
+//       after loaded into registers, one barrier a step);
 //       S = Q KT (mma.sync, f32), f applied per element (its region is
-//       cloned, linalg.index given the element's b, m, n);
+//       cloned, linalg.index given the element's b, m, n; a causal f's
+//       select only on the diagonal block);
 //       the online softmax: a row's running max m' and sum l (a row is
-//       spread over the 4 lanes of a quad: two shuffles), e = exp(x - m'),
+//       spread over the 4 lanes of a quad: two shuffles),
+//       e = exp2((x - m') log2 e) (ex2.approx.f32, 2 ulp: three
+//       instructions where expf's range reduction takes ten),
 //       the running output and sum rescaled by exp(m_old - m');
 //       O += round(e) V (mma.sync; e rounded to P's type as the A operand);
 //     O / l stored into mm2's output (f32).
@@ -101,6 +107,7 @@ constexpr int64_t kTile = 64;    // query rows per block, keys per step
 constexpr int64_t kThreads = 128; // 4 warps of 16 query rows
 constexpr int64_t kMaxHeadDim = 128;
 constexpr int64_t kPad = 8; // workgroup rows padded by 16 bytes: no conflicts
+constexpr int64_t kMaxStaticWorkgroup = 48 * 1024; // bytes, without opt-in
 
 /// A static memref with the identity layout: a function argument or an
 /// allocation.
@@ -728,6 +735,38 @@ private:
     return arith::IndexCastOp::create(b, loc, b.getI64Type(), p);
   }
 
+  /// The scores' op f on one element: its region cloned with `in` as the
+  /// score and `ivs` as its indices. Unmasked (a causal f, a key block
+  /// wholly at or below the diagonal): the value the final select keeps
+  /// where n <= m, without the comparison.
+  Value cloneScore(OpBuilder &b, Value in, ArrayRef<Value> ivs, bool masked) {
+    Block &body = a.score.getRegion().front();
+    Type outElem = body.getArgument(1).getType();
+    Value dummy =
+        arith::ConstantOp::create(b, loc, outElem, b.getZeroAttr(outElem));
+    if (masked)
+      return cloneRegion(b, a.score, {in, dummy}, ivs)[0];
+    auto select = yieldedValue(a.score).getDefiningOp<arith::SelectOp>();
+    IRMapping mapping;
+    mapping.map(body.getArguments(), ValueRange{in, dummy});
+    for (Operation &inner : body) {
+      if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+        mapping.map(index.getResult(), ivs[index.getDim()]);
+        continue;
+      }
+      if (isa<linalg::YieldOp>(inner) || &inner == select.getOperation())
+        continue;
+      b.clone(inner, mapping);
+    }
+    return mapping.lookupOrDefault(select.getTrueValue());
+  }
+
+  /// exp(x) as exp2(x * log2(e)).
+  Value exp(OpBuilder &b, Value x) {
+    Value scaled = arith::MulFOp::create(b, loc, x, f32c(b, 1.4426950408889634f));
+    return math::Exp2Op::create(b, loc, scaled);
+  }
+
   Value shuffleXor(OpBuilder &b, Value v, int32_t offset) {
     return gpu::ShuffleOp::create(b, loc, v, offset, 32, gpu::ShuffleMode::XOR)
         .getShuffleResult();
@@ -756,9 +795,9 @@ private:
     return values;
   }
 
-  /// Stores loadTile's values into the workgroup tile `dst`
-  /// ([rows, cols + kPad]).
-  void storeTile(OpBuilder &b, ArrayRef<Value> values, Value dst,
+  /// Stores loadTile's values into stage `stage` of the workgroup tiles
+  /// `dst` ([stages, rows, cols + kPad]).
+  void storeTile(OpBuilder &b, ArrayRef<Value> values, Value dst, Value stage,
                  int64_t rows, int64_t cols, bool vectors) {
     int64_t lanes = vectors ? 8 : 1;
     size_t i = 0;
@@ -767,10 +806,10 @@ private:
       if (vectors)
         // 16-byte stores: kina-gpu-align-workgroup gives the workgroup
         // buffers 16-byte alignment ((cols + kPad) * 2-byte rows keep it).
-        vector::StoreOp::create(b, loc, v, dst, ValueRange{r, c},
+        vector::StoreOp::create(b, loc, v, dst, ValueRange{stage, r, c},
                                 /*nontemporal=*/false, llvm::MaybeAlign(16));
       else
-        memref::StoreOp::create(b, loc, v, dst, ValueRange{r, c});
+        memref::StoreOp::create(b, loc, v, dst, ValueRange{stage, r, c});
     });
   }
 
@@ -794,9 +833,18 @@ private:
     Type pElem = cast<MemRefType>(a.v.getType()).getElementType();
     Type f32 = b.getF32Type();
     auto workgroup = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-    auto kType = MemRefType::get({a.dk, kTile + kPad}, qElem,
+    // The vector kernel double-buffers the tiles where two stages fit in
+    // the 48 KiB of static workgroup memory (head dims up to 64 + 64 or
+    // 96 + 32; not 128 + 128): one barrier a step instead of two, the
+    // stores of step i + 1 no longer between two barriers of step i.
+    int64_t kStageBytes = a.dk * (kTile + kPad) * 2;
+    int64_t vStageBytes = kTile * (a.dv + kPad) * 2;
+    int64_t stages =
+        vectors && 2 * (kStageBytes + vStageBytes) <= kMaxStaticWorkgroup ? 2
+                                                                           : 1;
+    auto kType = MemRefType::get({stages, a.dk, kTile + kPad}, qElem,
                                  MemRefLayoutAttrInterface(), workgroup);
-    auto vType = MemRefType::get({kTile, a.dv + kPad}, pElem,
+    auto vType = MemRefType::get({stages, kTile, a.dv + kPad}, pElem,
                                  MemRefLayoutAttrInterface(), workgroup);
     int64_t batchCount = 1;
     for (int64_t d : a.batch)
@@ -871,8 +919,34 @@ private:
       return t;
     };
     size_t kChunks = a.dk * kTile / (vectors ? 8 : 1) / kThreads;
-    if (vectors) {
-      SmallVector<Value> first = loadStep(b, idx(b, 0));
+    Value zeroIdx = idx(b, 0);
+    auto prefetch = [&](OpBuilder &b, Value step, ValueRange otherwise) {
+      // Step `step`'s tiles where it exists, else `otherwise` (unused).
+      Value exists =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, step, steps);
+      auto pre = scf::IfOp::create(b, loc, otherwise.getTypes(), exists,
+                                   /*withElse=*/true);
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(&pre.getThenRegion().front());
+      scf::YieldOp::create(
+          b, loc,
+          loadStep(b, arith::MulIOp::create(b, loc, step, idx(b, kTile))));
+      b.setInsertionPointToStart(&pre.getElseRegion().front());
+      scf::YieldOp::create(b, loc, otherwise);
+      return SmallVector<Value>(pre.getResults());
+    };
+    if (stages == 2) {
+      // Step 0 into stage 0; step 1 into registers (carried).
+      SmallVector<Value> first = loadStep(b, zeroIdx);
+      storeTile(b, ArrayRef<Value>(first).take_front(kChunks), ks, zeroIdx,
+                a.dk, kTile, vectors);
+      storeTile(b, ArrayRef<Value>(first).drop_front(kChunks), vs, zeroIdx,
+                kTile, a.dv, vectors);
+      gpu::BarrierOp::create(b, loc);
+      SmallVector<Value> second = prefetch(b, one, first);
+      inits.append(second.begin(), second.end());
+    } else if (vectors) {
+      SmallVector<Value> first = loadStep(b, zeroIdx);
       inits.append(first.begin(), first.end());
     }
     auto loop = scf::ForOp::create(b, loc, idx(b, 0), steps, one, inits);
@@ -885,37 +959,55 @@ private:
       SmallVector<Value> o(it.begin() + 4, it.begin() + numCarried);
       Value n0 = arith::MulIOp::create(b, loc, nb, idx(b, kTile));
       SmallVector<Value> tiles, next;
-      if (vectors) {
+      Value stage = zeroIdx;
+      if (stages == 2) {
+        // This step computes on stage nb % 2. The carried tiles (step
+        // nb + 1) go to the other stage: every warp read it last in step
+        // nb - 1, before that step's closing barrier. Then step nb + 2's
+        // loads are issued, to land while this step computes.
         tiles.assign(it.begin() + numCarried, it.end());
-      } else {
-        tiles = loadStep(b, n0);
-      }
-      gpu::BarrierOp::create(b, loc);
-      storeTile(b, ArrayRef<Value>(tiles).take_front(kChunks), ks, a.dk, kTile,
-                vectors);
-      storeTile(b, ArrayRef<Value>(tiles).drop_front(kChunks), vs, kTile, a.dv,
-                vectors);
-      gpu::BarrierOp::create(b, loc);
-      if (vectors) {
-        // The next step's tiles (this step's again after the last: unused).
+        stage = arith::RemUIOp::create(b, loc, nb, idx(b, 2));
+        Value other = arith::SubIOp::create(b, loc, one, stage);
         Value nextStep = add(b, nb, 1);
         Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                            nextStep, steps);
-        SmallVector<Type> types;
-        for (Value t : tiles)
-          types.push_back(t.getType());
-        auto pre = scf::IfOp::create(b, loc, types, more, /*withElse=*/true);
+        auto store = scf::IfOp::create(b, loc, more, /*withElse=*/false);
         {
           OpBuilder::InsertionGuard g2(b);
-          b.setInsertionPointToStart(&pre.getThenRegion().front());
-          SmallVector<Value> loaded = loadStep(
-              b, arith::MulIOp::create(b, loc, nextStep, idx(b, kTile)));
-          scf::YieldOp::create(b, loc, loaded);
-          b.setInsertionPointToStart(&pre.getElseRegion().front());
-          scf::YieldOp::create(b, loc, tiles);
+          b.setInsertionPointToStart(&store.getThenRegion().front());
+          storeTile(b, ArrayRef<Value>(tiles).take_front(kChunks), ks, other,
+                    a.dk, kTile, vectors);
+          storeTile(b, ArrayRef<Value>(tiles).drop_front(kChunks), vs, other,
+                    kTile, a.dv, vectors);
         }
-        next.assign(pre.getResults().begin(), pre.getResults().end());
+        next = prefetch(b, add(b, nb, 2), tiles);
+      } else {
+        if (vectors)
+          tiles.assign(it.begin() + numCarried, it.end());
+        else
+          tiles = loadStep(b, n0);
+        gpu::BarrierOp::create(b, loc);
+        storeTile(b, ArrayRef<Value>(tiles).take_front(kChunks), ks, stage,
+                  a.dk, kTile, vectors);
+        storeTile(b, ArrayRef<Value>(tiles).drop_front(kChunks), vs, stage,
+                  kTile, a.dv, vectors);
+        gpu::BarrierOp::create(b, loc);
+        // The next step's tiles (this step's again after the last: unused).
+        if (vectors)
+          next = prefetch(b, add(b, nb, 1), tiles);
       }
+      Value stage64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), stage);
+      auto stageBase = [&](Value base, int64_t bytes) {
+        return arith::AddIOp::create(
+                   b, loc, base,
+                   arith::MulIOp::create(
+                       b, loc, stage64,
+                       arith::ConstantIntOp::create(b, loc, b.getI64Type(),
+                                                    bytes)))
+            .getResult();
+      };
+      Value kBase = stageBase(ksBase, kStageBytes);
+      Value vBase = stageBase(vsBase, vStageBytes);
       // S = Q KT, 8 tiles of n8; then f per element.
       SmallVector<SmallVector<Value>> sv(kTile / 8);
       Value zero4[4] = {zeroF, zeroF, zeroF, zeroF};
@@ -924,36 +1016,55 @@ private:
       for (int64_t k = 0; k < a.dk / 16; ++k)
         for (int64_t t = 0; t < kTile / 8; t += 2) {
           SmallVector<Value> frags = loadBPair(
-              b, ksBase, (kTile + kPad) * 2, k * 16, t * 8, qElem);
+              b, kBase, (kTile + kPad) * 2, k * 16, t * 8, qElem);
           sAcc[t] = mma(b, qFrag[k], {frags[0], frags[1]}, sAcc[t], qElem);
           sAcc[t + 1] =
               mma(b, qFrag[k], {frags[2], frags[3]}, sAcc[t + 1], qElem);
         }
-      for (int64_t t = 0; t < kTile / 8; ++t) {
-        SmallVector<Value> &acc = sAcc[t];
-        for (int64_t c = 0; c < 4; ++c) {
-          Value row = c < 2 ? rowA : rowB;
-          Value key = arith::AddIOp::create(
-              b, loc, n0, add(b, pairCol, t * 8 + c % 2));
-          SmallVector<Value> ivs = with(base, row, key);
-          Type outElem =
-              a.score.getRegion().front().getArgument(1).getType();
-          Value dummy = arith::ConstantOp::create(
-              b, loc, outElem, b.getZeroAttr(outElem));
-          Value in = acc[c];
-          if (a.round) {
-            Type roundElem =
-                a.round.getRegion().front().getArgument(1).getType();
-            Value roundDummy = arith::ConstantOp::create(
-                b, loc, roundElem, b.getZeroAttr(roundElem));
-            in = cloneRegion(b, a.round, {in, roundDummy}, ivs)[0];
+      auto scores = [&](OpBuilder &b, bool masked) {
+        SmallVector<Value> flat;
+        for (int64_t t = 0; t < kTile / 8; ++t) {
+          for (int64_t c = 0; c < 4; ++c) {
+            Value row = c < 2 ? rowA : rowB;
+            Value key = arith::AddIOp::create(
+                b, loc, n0, add(b, pairCol, t * 8 + c % 2));
+            SmallVector<Value> ivs = with(base, row, key);
+            Value in = sAcc[t][c];
+            if (a.round) {
+              Type roundElem =
+                  a.round.getRegion().front().getArgument(1).getType();
+              Value roundDummy = arith::ConstantOp::create(
+                  b, loc, roundElem, b.getZeroAttr(roundElem));
+              in = cloneRegion(b, a.round, {in, roundDummy}, ivs)[0];
+            }
+            Value s = cloneScore(b, in, ivs, masked);
+            if (!s.getType().isF32())
+              s = arith::ExtFOp::create(b, loc, f32, s);
+            flat.push_back(s);
           }
-          Value s = cloneRegion(b, a.score, {in, dummy}, ivs)[0];
-          if (!s.getType().isF32())
-            s = arith::ExtFOp::create(b, loc, f32, s);
-          sv[t].push_back(s);
         }
+        return flat;
+      };
+      SmallVector<Value> flat;
+      if (a.causal) {
+        // Only the last step (the diagonal block) has keys above the
+        // diagonal; the others take the mask's unmasked value.
+        Value diagonal = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::eq, nb, mTile);
+        SmallVector<Type> types(kTile / 2, f32);
+        auto choose = scf::IfOp::create(b, loc, types, diagonal,
+                                        /*withElse=*/true);
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPointToStart(&choose.getThenRegion().front());
+        scf::YieldOp::create(b, loc, scores(b, /*masked=*/true));
+        b.setInsertionPointToStart(&choose.getElseRegion().front());
+        scf::YieldOp::create(b, loc, scores(b, /*masked=*/false));
+        flat.assign(choose.getResults().begin(), choose.getResults().end());
+      } else {
+        flat = scores(b, /*masked=*/true);
       }
+      for (int64_t t = 0; t < kTile / 8; ++t)
+        sv[t].assign(flat.begin() + t * 4, flat.begin() + t * 4 + 4);
       // The online softmax, per row of the thread (A: c0, c1; B: c2, c3).
       Value mSafe[2], alpha[2], mNew[2];
       for (int r = 0; r < 2; ++r) {
@@ -967,16 +1078,15 @@ private:
         Value isNegInf = arith::CmpFOp::create(
             b, loc, arith::CmpFPredicate::OEQ, mx, negInf);
         mSafe[r] = arith::SelectOp::create(b, loc, isNegInf, zeroF, mx);
-        alpha[r] = math::ExpOp::create(
-            b, loc, arith::SubFOp::create(b, loc, mOld[r], mSafe[r]));
+        alpha[r] = exp(b, arith::SubFOp::create(b, loc, mOld[r], mSafe[r]));
       }
       Value lNew[2] = {arith::MulFOp::create(b, loc, l[0], alpha[0]),
                        arith::MulFOp::create(b, loc, l[1], alpha[1])};
       SmallVector<SmallVector<Value>> ev(kTile / 8);
       for (int64_t t = 0; t < kTile / 8; ++t)
         for (int c = 0; c < 4; ++c) {
-          Value e = math::ExpOp::create(
-              b, loc, arith::SubFOp::create(b, loc, sv[t][c], mSafe[c / 2]));
+          Value e =
+              exp(b, arith::SubFOp::create(b, loc, sv[t][c], mSafe[c / 2]));
           lNew[c / 2] = arith::AddFOp::create(b, loc, lNew[c / 2], e);
           ev[t].push_back(arith::TruncFOp::create(b, loc, pElem, e));
         }
@@ -992,7 +1102,7 @@ private:
                                  pack(b, ev[2 * k + 1][2], ev[2 * k + 1][3])};
         for (int64_t d = 0; d < dTiles; d += 2) {
           SmallVector<Value> frags = loadBPair(
-              b, vsBase, (a.dv + kPad) * 2, k * 16, d * 8, pElem);
+              b, vBase, (a.dv + kPad) * 2, k * 16, d * 8, pElem);
           for (int64_t h = 0; h < 2; ++h) {
             SmallVector<Value> acc(o.begin() + (d + h) * 4,
                                    o.begin() + (d + h) * 4 + 4);
@@ -1001,6 +1111,8 @@ private:
           }
         }
       }
+      if (stages == 2) // stage nb % 2 read; stage (nb + 1) % 2 written
+        gpu::BarrierOp::create(b, loc);
       SmallVector<Value> yield{mNew[0], mNew[1], lNew[0], lNew[1]};
       yield.append(o.begin(), o.end());
       yield.append(next.begin(), next.end());
