@@ -21,11 +21,22 @@
 // cuda_attention.kir (@causal: with MLIR's pass its bf16 [2, 128, 128]
 // intermediates' early returns merge and the attention is not one kernel).
 //
+// What the greedy driver's folding did and the mappers rely on is kept:
+// each linalg op's `memref.cast` operands are folded into it (LinalgOp's
+// folder, memref::foldMemRefCast), so an op reading a constant reads its
+// `memref.get_global` directly, which kina-gpu-map-elementwise moves into
+// the kernel's module as a device global. Without the fold, a constant
+// result (`return` of a `constant`, copied into the result buffer through
+// a cast) was read by the kernel at its host address: an illegal address
+// on the GPU (differential test seeds 10, 19, 32 and 245; checked by
+// tests/filecheck/cuda_constant_result.kir).
+//
 //===----------------------------------------------------------------------===//
 #include "kina/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 
@@ -53,6 +64,9 @@ public:
       // make) stay as they are; the mappers then report them.
       (void)linalg::generalizeNamedOp(rewriter, op);
     }
+    // Casts to a less static type folded into their linalg users.
+    getOperation().walk(
+        [&](linalg::LinalgOp op) { (void)memref::foldMemRefCast(op); });
   }
 };
 
