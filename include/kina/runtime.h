@@ -460,9 +460,12 @@ int32_t kina_rt_cpu_level(void);
 typedef void (*kina_rt_parallel_fn)(void *ctx, int64_t lo, int64_t hi);
 
 /** Runs iterations [0, n) of a loop whose iterations are independent, split
- *  into contiguous pieces [n*t/p, n*(t+1)/p), t = 0..p-1, one per thread of
- *  the runtime's persistent pool (the caller runs piece 0 and returns when
- *  every piece is done). p = kina_rt_parallel_threads(n, cost). `cost` is
+ *  into contiguous pieces [n*t/p, n*(t+1)/p), t = 0..p-1, run by the
+ *  calling thread and the runtime's persistent pool: each thread claims
+ *  pieces until none is left (so the caller runs the pieces no worker has
+ *  claimed, and a worker that wakes late never holds the call up), and the
+ *  call returns when every piece is done; which thread runs a piece does
+ *  not change its result. p = kina_rt_parallel_threads(n, cost). `cost` is
  *  the loop's estimated work in units of about one element of a streaming
  *  vector loop (kinac passes the elements for elementwise, reduction and
  *  normalisation loops, M*N*K/16 for a matmul); p = 1 (fn(ctx, 0, n) on

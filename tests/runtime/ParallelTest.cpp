@@ -2,7 +2,9 @@
 //------------------------===//
 //
 // kina_rt_parallel_for and its queries (runtime/Parallel.cpp): every
-// iteration runs exactly once, in contiguous pieces on distinct threads,
+// iteration runs exactly once, in contiguous pieces that the workers take
+// part in (any thread may run any piece: the caller runs those no worker
+// has claimed),
 // small loops stay on the caller, concurrent callers and a nested call each
 // get their whole loop done, and KINA_NUM_THREADS sets the thread count
 // (child processes, as the count is read once per process), and a child
@@ -21,6 +23,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -48,6 +51,27 @@ struct Coverage {
     self->pieces.emplace_back(lo, hi);
   }
 
+  /// Like body, but each piece then waits (up to 60 s) until `want`
+  /// distinct threads have run a piece: a thread in a piece claims no
+  /// other, so the loop's pieces end up on `want` threads as long as that
+  /// many take part, and the wait times out (and the count falls short)
+  /// if the workers do not.
+  static void rendezvous(void *ctx, int64_t lo, int64_t hi) {
+    body(ctx, lo, hi);
+    auto *self = static_cast<Coverage *>(ctx);
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < until) {
+      {
+        std::lock_guard<std::mutex> lock(self->mutex);
+        if (self->threads.size() >= self->want)
+          return;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+
+  size_t want = 0;
+
   bool eachOnce() const {
     for (const auto &r : runs)
       if (r.load() != 1)
@@ -68,7 +92,8 @@ TEST_F(Parallel, ThreadCountFromEnvironment) {
 TEST_F(Parallel, SplitsIntoContiguousPiecesOnDistinctThreads) {
   uint64_t before = kina_rt_parallel_regions();
   Coverage cov(1000);
-  kina_rt_parallel_for(1000, kBig, &Coverage::body, &cov);
+  cov.want = 4;
+  kina_rt_parallel_for(1000, kBig, &Coverage::rendezvous, &cov);
   EXPECT_TRUE(cov.eachOnce());
   EXPECT_EQ(cov.threads.size(), 4u);
   std::set<std::pair<int64_t, int64_t>> pieces(cov.pieces.begin(),
@@ -196,12 +221,17 @@ TEST(ParallelEnv, ForkedChildGetsItsOwnPool) {
   EXPECT_EXIT(
       {
         setenv("KINA_NUM_THREADS", "3", 1);
+        // The parent's workers take part in a loop first, so that none is
+        // still starting (inside the allocator, under AddressSanitizer,
+        // whose allocator lock a fork would copy held) when it forks.
         Coverage first(300);
-        kina_rt_parallel_for(300, kBig, &Coverage::body, &first);
+        first.want = 3;
+        kina_rt_parallel_for(300, kBig, &Coverage::rendezvous, &first);
         pid_t child = fork();
         if (child == 0) {
           Coverage cov(300);
-          kina_rt_parallel_for(300, kBig, &Coverage::body, &cov);
+          cov.want = 3;
+          kina_rt_parallel_for(300, kBig, &Coverage::rendezvous, &cov);
           _exit(cov.eachOnce() && cov.threads.size() == 3 ? 0 : 1);
         }
         int status = 0;
