@@ -94,6 +94,24 @@ def GeneralizeNamedOpsPass
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
+def ConstantGlobalOrderPass
+    : Pass<"kina-constant-global-order", "mlir::ModuleOp"> {
+  let summary = "One-shot bufferization's constant globals in a fixed order "
+                "and naming";
+  let description = [{
+    Puts the private constant `memref.global`s named `__constant_*` in the
+    order of their first `memref.get_global` in the module and names them
+    again in that order as bufferization does (`__constant_4xf32`,
+    `__constant_4xf32_0`, ...). MLIR 22's One-Shot Module Bufferize
+    bufferizes functions that do not call each other in an order that
+    follows their addresses (DenseMaps; fixed upstream by
+    llvm/llvm-project#184722), so without this pass the globals' order and
+    names changed from run to run. An MLIR 22 workaround:
+    src/passes/workarounds/ConstantGlobalOrder.cpp.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def EmptyReshapePass : Pass<"kina-empty-reshape", "mlir::ModuleOp"> {
   let summary = "Replace reshapes of tensors with a static 0 dim by "
                 "tensor.empty";

@@ -14,7 +14,8 @@
 //   canonicalize, cse            normalisations as one loop over rows)
 //   kina-empty-reshape                        (src/passes/workarounds/)
 //   eliminate-empty-tensors                             (-O1 and above)
-//   one-shot-bufferize (function boundaries, identity layouts)
+//   one-shot-bufferize (function boundaries, identity layouts),
+//   kina-constant-global-order (its globals in a fixed order)
 //   promote-buffers-to-stack, cse,  (-O1 and above: row scratch only;
 //   canonicalize                     the row loops' iter_args dropped)
 //   kina-buffer-ownership, kina-entry-points            (Passes.h)
@@ -172,6 +173,9 @@ void CpuTarget::buildPipeline(OpPassManager &pm,
   if (optimize)
     pm.addPass(bufferization::createEmptyTensorEliminationPass());
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Its constant globals in an order that does not change from run to run
+  // (src/passes/workarounds/ConstantGlobalOrder.cpp).
+  pm.addPass(createConstantGlobalOrderPass());
   // A row's reduced values (kina-fuse-rows: small static buffers allocated
   // inside a loop over rows) on the stack: kina-buffer-ownership handles the
   // straight-line function body only.

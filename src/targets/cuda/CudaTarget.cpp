@@ -9,6 +9,7 @@
 //   gpu-map:   kina-read-only-arguments, canonicalize, kina-elementwise-
 //              fusion, canonicalize, cse, kina-clone-shared-fills{empties}
 //              (-O1 and up), kina-empty-reshape, one-shot-bufferize,
+//              kina-constant-global-order,
 //              kina-buffer-ownership, kina-entry-points (with the
 //              kina_rt_gpu_* calls), kina-generalize-named-ops,
 //              kina-gpu-map-attention (-O1 and up), kina-gpu-map-row-
@@ -278,6 +279,9 @@ void CudaTarget::buildStage(OpPassManager &pm, const TargetOptions &options,
     }
     pm.addPass(createEmptyReshapePass());
     pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+    // Its constant globals in an order that does not change from run to
+    // run (src/passes/workarounds/ConstantGlobalOrder.cpp).
+    pm.addPass(createConstantGlobalOrderPass());
     pm.addPass(createBufferOwnershipPass());
     pm.addPass(createEntryPointsPass(options.stamp, /*gpu=*/true));
     // The TensorDesc entries kinatd_<f>, on the caller's device and stream
