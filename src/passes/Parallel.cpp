@@ -312,10 +312,15 @@ struct ParallelCallsPass final
       for (LLVM::CallOp call : calls) {
         Location at = call.getLoc();
         auto caller = call->getParentOfType<LLVM::LLVMFuncOp>();
-        // The struct on the caller's frame, allocated once in its entry.
+        // The struct on the caller's frame, allocated once in its entry,
+        // aligned as its type (no explicit alignment: LLVM's ABI alignment
+        // of the struct, which the store below and the task's load assume;
+        // a captured vector<32xf32> needs 32 bytes or more, and an alloca
+        // aligned to 8 made them fault, vmovaps on an unaligned slot).
         b.setInsertionPointToStart(&caller.getBody().front());
         Value slot = LLVM::AllocaOp::create(
-            b, at, ptr, ctxTy, LLVM::ConstantOp::create(b, at, i64, 1), 8);
+            b, at, ptr, ctxTy, LLVM::ConstantOp::create(b, at, i64, 1),
+            /*alignment=*/0);
         b.setInsertionPoint(call);
         Value packed = LLVM::UndefOp::create(b, at, ctxTy);
         for (auto [i, v] : llvm::enumerate(call.getArgOperands().drop_front(3)))
