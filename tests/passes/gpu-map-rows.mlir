@@ -143,53 +143,6 @@ func.func @row_sum(%x: memref<?x8xbf16>, %y: memref<?xf32>) {
   return
 }
 
-// A long bf16 row (8192: 256 threads of 4 chunks, 64 bytes a thread) is
-// prefetched a row ahead in the vector kernel: 4 rows a block where that
-// leaves at least 1024 blocks (the grid chosen on the host), the block's
-// first row loaded before the loop, each iteration loading the next row
-// (where there is one) before it reduces the current one, whose words the
-// loop carries. The scalar twin loads each row in its iteration.
-// CHECK-LABEL: func.func @row_sum_prefetch(
-// CHECK-SAME: %[[X:.*]]: memref<?x8192xbf16>, %[[Y:.*]]: memref<?xf32>)
-// CHECK: scf.if
-// CHECK: arith.ceildivui %{{.*}}, %c4
-// CHECK: %[[FEW:.*]] = arith.maxui
-// CHECK: %[[ENOUGH:.*]] = arith.cmpi uge, %[[FEW]], %c1024
-// CHECK: %[[GRID:.*]] = arith.select %[[ENOUGH]], %[[FEW]], %{{.*}} : index
-// CHECK: gpu.launch blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[GRID]], {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256
-// CHECK-COUNT-4: vector.load %[[X]]{{.*}} : memref<?x8192xbf16>, vector<8xbf16>
-// CHECK: scf.for %[[ROW:.*]] = %[[B]] to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (vector<4xi32>, vector<4xi32>, vector<4xi32>, vector<4xi32>)
-// CHECK: %[[NEXT:.*]] = arith.addi %[[ROW]], %{{.*}}
-// CHECK: %[[MORE:.*]] = arith.cmpi ult, %[[NEXT]]
-// CHECK: scf.if %[[MORE]] -> (vector<4xi32>, vector<4xi32>, vector<4xi32>, vector<4xi32>)
-// CHECK-COUNT-4: vector.load %[[X]]{{.*}} : memref<?x8192xbf16>, vector<8xbf16>
-// CHECK: } else {
-// CHECK-NOT: vector.load
-// CHECK: gpu.all_reduce  add
-// CHECK: memref.store %{{.*}}, %[[Y]]
-// CHECK: gpu.barrier
-// CHECK: scf.yield %{{.*}} : vector<4xi32>, vector<4xi32>, vector<4xi32>, vector<4xi32>
-// The scalar twin: one row a block, no carried values.
-// CHECK: gpu.launch
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
-// CHECK: memref.load %[[X]]
-// CHECK: return
-func.func @row_sum_prefetch(%x: memref<?x8192xbf16>, %y: memref<?xf32>) {
-  %c0 = arith.constant 0 : index
-  %zero = arith.constant 0.0 : f32
-  linalg.generic {indexing_maps = [#fill_in, #fill_out], iterator_types = ["parallel"]} ins(%zero : f32) outs(%y : memref<?xf32>) {
-  ^bb0(%in: f32, %o: f32):
-    linalg.yield %in : f32
-  }
-  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : memref<?x8192xbf16>) outs(%y : memref<?xf32>) {
-  ^bb0(%in: bf16, %acc: f32):
-    %w = arith.extf %in : bf16 to f32
-    %r = arith.addf %acc, %w : f32
-    linalg.yield %r : f32
-  }
-  return
-}
-
 // A row of 7 is no multiple of the 4 lanes: the scalar kernel alone (no
 // alignment check, no vector access, one element per chunk). Its result
 // is also its init, which every thread reads, so thread 0 stores it after

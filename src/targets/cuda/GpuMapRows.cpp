@@ -112,18 +112,11 @@ constexpr int64_t kVectorBytes = 16;
 /// took layer_norm [8192, 8192] from 0.251 to 0.168 ms against 512 x 16
 /// (81 registers, one block per multiprocessor), and 256 x 32 bf16 beat
 /// 512 x 16 (0.111 against 0.119 ms); 128 x 64 was slower for both.
+/// Tried and removed: loading a bf16/f16 block's next row while the
+/// current one is reduced (4 rows a block, the row's words carried by the
+/// row loop; b78157a): no gain on the H100 and 5-7% slower on the H200
+/// (docs/performance.md, 2026-12-07 19:20 UTC).
 constexpr int64_t kMaxPerThread = 32;
-/// The vector kernel of a long row of narrow elements loads the block's
-/// next row while it computes on this one (prefetchedOperands): without
-/// that, a block's loads are all issued at the start of its row and the
-/// memory pipe idles through the row's reductions unless other blocks
-/// fill it, which bf16 rows (16 KiB for 8192 elements against 32 KiB of
-/// f32) did not (softmax bf16 [8192, 8192] at 0.68 of the copy bandwidth,
-/// f32 at 0.88, H200). Up to kPrefetchBytes of owned elements a thread;
-/// kPrefetchRows rows a block where that leaves kPrefetchMinBlocks blocks.
-constexpr int64_t kPrefetchBytes = 64;
-constexpr int64_t kPrefetchRows = 4;
-constexpr int64_t kPrefetchMinBlocks = 1024;
 
 /// How an op of a group indexes a memref operand.
 enum class Role { Full, Row, Param, Scalar };
@@ -739,67 +732,14 @@ public:
     chunkStart.clear();
     chunkValid.clear();
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    SmallVector<Value> prefetched =
-        vectors ? prefetchedOperands() : SmallVector<Value>();
     Value grid = gridSize(b, loc, np, 1, kMaxGridX);
-    if (!prefetched.empty()) {
-      // kPrefetchRows rows a block where that leaves at least
-      // kPrefetchMinBlocks blocks.
-      Value fewer = gridSize(b, loc, np, kPrefetchRows, kMaxGridX);
-      Value enough = arith::CmpIOp::create(
-          b, loc, arith::CmpIPredicate::uge, fewer,
-          arith::ConstantIndexOp::create(b, loc, kPrefetchMinBlocks));
-      grid = arith::SelectOp::create(b, loc, enough, fewer, grid);
-    }
     gpu::LaunchOp launch = createLaunch(b, loc, grid, one, one, threads, 1, 1);
     tid = launch.getThreadIds().x;
-    Value firstRow = launch.getBlockIds().x;
-    setUpElements(b);
-    // The prefetched buffers' chunks of the block's first row (raw words),
-    // carried by the loop: each iteration issues the next row's loads
-    // before it computes on this row's.
-    SmallVector<Value> firstRaw;
-    if (!prefetched.empty()) {
-      pivs = delinearize(b, loc, firstRow, pSizes);
-      for (Value memref : prefetched)
-        for (int64_t c = 0; c < chunks; ++c)
-          firstRaw.push_back(loadChunkRaw(b, memref, Role::Full, c));
-    }
-    auto rows = scf::ForOp::create(b, loc, firstRow, np,
-                                   launch.getGridSize().x, firstRaw);
+    auto rows = scf::ForOp::create(b, loc, launch.getBlockIds().x, np,
+                                   launch.getGridSize().x);
     b.setInsertionPointToStart(rows.getBody());
-    SmallVector<Value> nextRaw;
-    if (!prefetched.empty()) {
-      Value next = arith::AddIOp::create(b, loc, rows.getInductionVar(),
-                                         rows.getStep());
-      Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                         next, rows.getUpperBound());
-      ValueRange current = rows.getRegionIterArgs();
-      auto pre = scf::IfOp::create(b, loc, current.getTypes(), more,
-                                   /*withElse=*/true);
-      {
-        OpBuilder::InsertionGuard ig(b);
-        b.setInsertionPointToStart(&pre.getThenRegion().front());
-        pivs = delinearize(b, loc, next, pSizes);
-        SmallVector<Value> loaded;
-        for (Value memref : prefetched)
-          for (int64_t c = 0; c < chunks; ++c)
-            loaded.push_back(loadChunkRaw(b, memref, Role::Full, c));
-        scf::YieldOp::create(b, loc, loaded);
-        b.setInsertionPointToStart(&pre.getElseRegion().front());
-        scf::YieldOp::create(b, loc, current);
-      }
-      nextRaw.assign(pre.getResults().begin(), pre.getResults().end());
-    }
     pivs = delinearize(b, loc, rows.getInductionVar(), pSizes);
-    for (auto [i, memref] : llvm::enumerate(prefetched)) {
-      SmallVector<Value> values;
-      for (int64_t c = 0; c < chunks; ++c)
-        llvm::append_range(
-            values, unpackChunk(b, memref,
-                                rows.getRegionIterArgs()[i * chunks + c]));
-      fullValues[memref] = values;
-    }
+    setUpElements(b);
     for (Member &m : g.members) {
       if (!m.full)
         emitRowOp(b, m);
@@ -809,36 +749,6 @@ public:
         emitElementwise(b, m);
     }
     emitStores(b, rows);
-    if (!prefetched.empty())
-      scf::YieldOp::create(b, loc, nextRaw);
-  }
-
-  /// The full buffers the vector kernel prefetches a row ahead: those the
-  /// group reads before writing them, when their owned elements take at
-  /// most kPrefetchBytes a thread (bf16/f16 rows of up to 32 elements a
-  /// thread: 16 more registers) and the block has at least 4 warps (a
-  /// shorter row already has more blocks a multiprocessor); else none.
-  SmallVector<Value> prefetchedOperands() {
-    llvm::SetVector<Value> read, written;
-    for (Member &m : g.members)
-      for (OpOperand &operand : m.op->getOpOperands()) {
-        if (m.roles[operand.getOperandNumber()] != Role::Full)
-          continue;
-        Value v = operand.get();
-        bool reads = !m.op.isDpsInit(&operand) ||
-                     m.op.payloadUsesValueFromOperand(&operand);
-        if (reads && !written.contains(v))
-          read.insert(v);
-        if (m.op.isDpsInit(&operand))
-          written.insert(v);
-      }
-    int64_t bytes = 0;
-    for (Value v : read)
-      bytes += perThread() *
-               cast<MemRefType>(v.getType()).getElementTypeBitWidth() / 8;
-    if (read.empty() || bytes > kPrefetchBytes || threads < 128)
-      return {};
-    return SmallVector<Value>(read.begin(), read.end());
   }
 
 private:
@@ -913,19 +823,6 @@ private:
   /// loaded (a vector where aligned), zero when the chunk is masked.
   SmallVector<Value> loadChunk(OpBuilder &b, Value memref, Role role,
                                int64_t c) {
-    return unpackChunk(b, memref, loadChunkRaw(b, memref, role, c));
-  }
-
-  /// Whether chunks of `memref` travel as 32-bit words (see loadChunkRaw).
-  bool packedAccess(MemRefType type) const {
-    unsigned bits = type.getElementTypeBitWidth();
-    return vectorAccess && bits < 32 && (lanes * bits) % 32 == 0;
-  }
-
-  /// Chunk `c` of a full or param memref as loadChunk loads it, before
-  /// its elements are taken apart: a vector of the element type, or of
-  /// i32 words for narrower elements; zero when the chunk is masked.
-  Value loadChunkRaw(OpBuilder &b, Value memref, Role role, int64_t c) {
     auto type = cast<MemRefType>(memref.getType());
     Type elem = type.getElementType();
     unsigned bits = type.getElementTypeBitWidth();
@@ -933,7 +830,7 @@ private:
     // Elements narrower than 32 bits travel as 32-bit words (bf16 pairs):
     // LLVM splits a vector of bf16 whose elements are extracted one by one
     // into 2-byte loads, but keeps a 16-byte load of i32 words.
-    bool packed = packedAccess(type);
+    bool packed = vectorAccess && bits < 32 && (lanes * bits) % 32 == 0;
     int64_t perWord = 32 / bits;
     Type carried =
         packed ? Type(VectorType::get({lanes / perWord}, b.getI32Type()))
@@ -942,6 +839,7 @@ private:
       return packed ? Value(vector::BitCastOp::create(b, loc, carried, vec))
                     : vec;
     };
+    SmallVector<Value> values;
     auto inRange = scf::IfOp::create(b, loc, carried, chunkValid[c],
                                      /*withElse=*/true);
     {
@@ -969,17 +867,7 @@ private:
           Value(arith::ConstantOp::create(
               b, loc, cast<TypedAttr>(b.getZeroAttr(carried)))));
     }
-    return inRange.getResult(0);
-  }
-
-  /// The `lanes` elements of a chunk loadChunkRaw loaded from `memref`.
-  SmallVector<Value> unpackChunk(OpBuilder &b, Value memref, Value loaded) {
-    auto type = cast<MemRefType>(memref.getType());
-    Type elem = type.getElementType();
-    unsigned bits = type.getElementTypeBitWidth();
-    bool packed = packedAccess(type);
-    int64_t perWord = 32 / bits;
-    SmallVector<Value> values;
+    Value loaded = inRange.getResult(0);
     if (!packed) {
       for (int64_t j = 0; j < lanes; ++j)
         values.push_back(
