@@ -3,7 +3,8 @@
 
 One command (`bench/cpu/bench.py`, /usr/bin/python3 with NumPy; PyTorch,
 OpenBLAS and IREE when present). In one run, on the same random inputs,
-after a warm-up call, the median of --repeats timed runs of each:
+after a warm-up (WARMUP_S of calls), the median of at least --repeats
+timed runs of each, and of at least MIN_TIME_S of them:
   - `matmul` f32 256, 512, 1024, 2048 (square), [1797, 64] x [64, 32] and
     batched [12, 1024, 64] x [12, 64, 1024] (GFLOP/s): OpenBLAS
     cblas_sgemm (a loop over the batch for the batched one), NumPy, PyTorch;
@@ -358,12 +359,30 @@ class Kina:
 SETTLE_S = 0.0
 
 
+# Warm-up and least timed seconds of each timing (timeit): a core that
+# has idled (SETTLE_S, or the row before) runs the first milliseconds of
+# work slowly (clock ramp, a virtual CPU rescheduled; measured on the
+# 2-core Zen 5 VM, 2026-12-08: a 512 matmul at 2 threads took 0.9 ms a
+# call for its first 5 calls, then 0.53, so the median of 7 calls after
+# one warm-up call said 1.1), so every caller's calls are repeated for
+# WARMUP_S before timing and timed for at least MIN_TIME_S, as
+# iree-benchmark-module (Google Benchmark's min time) times IREE's.
+WARMUP_S = 0.05
+MIN_TIME_S = 0.2
+
+
 def timeit(fn, repeats):
+    """Median seconds of fn() over at least `repeats` calls and MIN_TIME_S,
+    after WARMUP_S of untimed calls (at least one)."""
     if SETTLE_S:
         time.sleep(SETTLE_S)
+    start = time.perf_counter()
     fn()
+    while time.perf_counter() - start < WARMUP_S:
+        fn()
     ts = []
-    for _ in range(repeats):
+    start = time.perf_counter()
+    while len(ts) < repeats or time.perf_counter() - start < MIN_TIME_S:
         t = time.perf_counter()
         fn()
         ts.append(time.perf_counter() - t)
