@@ -24,11 +24,13 @@
 // multiversioned object's baseline and -v3 versions, 8 f32; LLVM splits
 // or joins the vectors to the target's registers) and MR is 8 with 512-bit
 // vectors, else 4. Panels are nv
-// vectors wide (2 by default), then one vector for the columns left, then
+// vectors wide (by default 3 with 256-bit vectors, else 2:
+// MatmulSchedule::from), then one vector for the columns left, then
 // one masked vector (masked loads and stores, not packed) for the last
 // columns below VL. Every loop's trip count may be zero, so dynamic and
 // symbolic sizes need nothing more. The packed panel (KC x nv*VL
-// elements, 16 KiB by default) is a stack buffer of the function.
+// elements, 24 or 32 KiB of f32 by default) is a stack buffer of the
+// function.
 //
 // Batches: MLIRGen's batched and broadcast-batch matmuls (a linalg.generic
 // over loops (batch..., m, n, k), kina/Passes.h matchKernelMatmul) run the
@@ -95,9 +97,10 @@ namespace {
 /// The schedule of one matmul, from the space "cpu.matmul" (kina/Tuning.h):
 /// its defaults are the measured constants of the untuned kernel. Block
 /// sizes (BLIS's KC and MC): a packed panel of KC rows of B and nv*VL
-/// columns (16 KiB by default) stays in the L1 cache while the kernel walks
-/// MC rows of A, whose KC-wide block (256 KiB of f32) stays in L2 (MC = 256
-/// measured best of 64, 256 and 512 with bench/matmul.py on a 512 KiB L2).
+/// columns (24 KiB of f32 by default at 256 bits) stays in the L1 cache
+/// while the kernel walks MC rows of A, whose KC-wide block (256 KiB of
+/// f32) stays in L2 (MC = 256 measured best of 64, 256 and 512 with
+/// bench/matmul.py on a 512 KiB L2).
 struct MatmulSchedule {
   int64_t vectorBits; // vbits: width of one vector, in bits
   int64_t rows;       // mr: rows of C per micro-kernel call
@@ -106,12 +109,20 @@ struct MatmulSchedule {
   int64_t blockK;     // kc: reduction block
   int64_t unrollK;    // ku: unroll factor of the innermost k loop
   int64_t grain;      // grain: cost units per thread (0: one thread)
+  bool panelChosen;   // nv was 0 in the schedule: the pass picked it
 
   /// `tuned`'s values, the space's defaults for what it lacks; a vector
   /// width of 0 is `vectorBits` (the processor's, the pass option), rows
   /// 0 are 8 with 512-bit vectors (16 accumulators of AVX-512's 32
   /// registers: 1.6-2x the 4 x 2 tile of 256-bit vectors on a Xeon with
   /// AVX-512, docs/performance.md), else 4 (8 of AVX2's 16 registers).
+  /// Panels of 0 vectors are 3 with 256-bit vectors (a 4 x 3 tile: 12
+  /// accumulators, 3 vectors of B and a broadcast fill AVX2's 16
+  /// registers; matmul 1024 f32 on one Zen 5 core at x86-64-v3, 18.4 ->
+  /// 16.9 ms, OpenBLAS's 256-bit kernel 17.0; docs/performance.md
+  /// 2026-12-08), else 2 (at 512 bits 8 x 3 measured slower than 8 x 2,
+  /// at 128 bits 4 x 3 spills: 49 -> 66 ms); forColumns() may go back to 2
+  /// for a narrow static N.
   static MatmulSchedule from(const Schedule *tuned, int64_t vectorBits) {
     Schedule s = lookupSpace("cpu.matmul")->defaults();
     if (tuned)
@@ -121,11 +132,26 @@ struct MatmulSchedule {
     int64_t rows = s.get("mr", 0) > 0 ? s.get("mr", 0) : bits >= 512 ? 8 : 4;
     return {bits,
             rows,
-            s.get("nv", 2),
+            s.get("nv", 0) > 0 ? s.get("nv", 0) : bits == 256 ? 3 : 2,
             s.get("mc", 256),
             s.get("kc", 256),
             s.get("ku", 1),
-            s.get("grain", kRuntimeGrain)};
+            s.get("grain", kRuntimeGrain),
+            s.get("nv", 0) <= 0};
+  }
+
+  /// With a panel width the pass chose (panelChosen) of 3 vectors of `vl`
+  /// elements and a static column count `n`: 2 where 3 would leave more
+  /// than an eighth of the columns to the narrower groups after the full
+  /// panels and 2 leaves fewer (N = 32 f32: one panel of 24 and a 4 x 1
+  /// tile for the last 8, against two full 4 x 2 panels; the [1797, 64] x
+  /// [64, 32] matmul 6% slower with 3).
+  void forColumns(std::optional<int64_t> n, int64_t vl) {
+    if (!panelChosen || panel != 3 || !n)
+      return;
+    int64_t rest3 = *n % (3 * vl), rest2 = *n % (2 * vl);
+    if (rest3 * 8 > *n && rest2 < rest3)
+      panel = 2;
   }
 };
 
@@ -402,7 +428,8 @@ Value threadsFor(OpBuilder &b, Location loc, ModuleOp module, Value n,
 }
 
 /// A packed panel of `schedule` for vectors `vecTy`: memref<KC x nv*VL x
-/// elem> on the stack (16 KiB of f32 by default), 64-byte aligned.
+/// elem> on the stack (24 KiB of f32 by default at 256 bits, 32 at
+/// 512), 64-byte aligned.
 Value allocPanel(OpBuilder &b, Location loc, const MatmulSchedule &schedule,
                  VectorType vecTy) {
   auto type = MemRefType::get(
@@ -486,13 +513,14 @@ void rewriteMatmul(linalg::LinalgOp op, const KernelMatmul &km,
   MatmulSchedule schedule = MatmulSchedule::from(
       tuning ? tuning->lookup(tuningKey(op, "matmul")) : nullptr, vectorBits);
   int64_t vl = schedule.vectorBits / elem.getIntOrFloatBitWidth();
-  int64_t w = schedule.panel * vl;
-  VectorType vecTy = VectorType::get({vl}, elem);
   int64_t rankA = cast<MemRefType>(a.getType()).getRank();
   auto dim = [&](Value x, int64_t i) {
     return b.createOrFold<memref::DimOp>(loc, x, i);
   };
   Value m = dim(c, km.numBatch), n = dim(c, km.numBatch + 1);
+  schedule.forColumns(getConstantIntValue(n), vl);
+  int64_t w = schedule.panel * vl;
+  VectorType vecTy = VectorType::get({vl}, elem);
   Value k = dim(a, rankA - 1);
   SmallVector<Value> batchSizes;
   Value batches = indexConst(b, loc, 1);

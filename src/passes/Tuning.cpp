@@ -90,7 +90,12 @@ llvm::ArrayRef<ScheduleSpace> allSpaces() {
          {0, 2, 4, 6, 8},
          0,
          "rows of C per micro-kernel (0: 8 with 512-bit vectors, else 4)"},
-        {"nv", 2, {1, 2, 3}, 0, "vectors of C's columns per panel"},
+        {"nv",
+         0,
+         {0, 1, 2, 3},
+         0,
+         "vectors of C's columns per panel (0: 3 with 256-bit vectors, else "
+         "2)"},
         {"mc", 256, {64, 128, 256, 512}, 1, "rows of A per block (BLIS MC)"},
         {"kc", 256, {128, 256, 512}, 1, "reduction block (BLIS KC)"},
         {"ku", 1, {1, 2, 4}, 2, "unroll factor of the innermost k loop"},

@@ -15,7 +15,7 @@
 // CHECK-SAME: %[[LO:[^:]*]]: index, %[[END:[^:]*]]: index,
 // CHECK-SAME: %[[B:[^:]*]]: memref<?x?xf32>, %[[C:[^:]*]]: memref<?x?xf32>, %[[A:[^:]*]]: memref<?x?xf32>
 // CHECK-SAME: attributes {kina.parallel_body}
-// CHECK: %[[PANEL:.*]] = memref.alloca() {alignment = 64 : i64} : memref<256x16xf32>
+// CHECK: %[[PANEL:.*]] = memref.alloca() {alignment = 64 : i64} : memref<256x24xf32>
 // CHECK: scf.for %{{.*}} = %[[LO]] to
 // CHECK: vector.load %[[B]]
 // CHECK: vector.store %{{.*}}, %[[PANEL]]
@@ -39,12 +39,34 @@ func.func @mm_f32(%a: memref<?x?xf32>, %b: memref<?x?xf32>, %c: memref<?x?xf32>)
 }
 
 // CHECK-LABEL: func.func @mm_f64(
-// CHECK: memref.alloca() {alignment = 64 : i64} : memref<256x8xf64>
+// CHECK: memref.alloca() {alignment = 64 : i64} : memref<256x12xf64>
 // CHECK: vector.fma %{{.*}} : vector<4xf64>
 // CHECK-NOT: linalg.matmul
 // CHECK: return
 func.func @mm_f64(%a: memref<3x5xf64>, %b: memref<5x7xf64>, %c: memref<3x7xf64>) {
   linalg.matmul ins(%a, %b : memref<3x5xf64>, memref<5x7xf64>) outs(%c : memref<3x7xf64>)
+  return
+}
+
+// Panels of 3 vectors (24 f32 columns at 256 bits) by default, but 2
+// for a static N that 3 would leave more than an eighth of outside its
+// full panels while 2 leaves fewer: N = 32 is two panels of 16, not one
+// of 24 and a single vector; N = 48 is two panels of 24.
+// CHECK-LABEL: func.func @mm_n32(
+// CHECK: memref.alloca() {alignment = 64 : i64} : memref<256x16xf32>
+// CHECK-NOT: linalg.matmul
+// CHECK: return
+func.func @mm_n32(%a: memref<4x8xf32>, %b: memref<8x32xf32>, %c: memref<4x32xf32>) {
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x32xf32>) outs(%c : memref<4x32xf32>)
+  return
+}
+
+// CHECK-LABEL: func.func @mm_n48(
+// CHECK: memref.alloca() {alignment = 64 : i64} : memref<256x24xf32>
+// CHECK-NOT: linalg.matmul
+// CHECK: return
+func.func @mm_n48(%a: memref<4x8xf32>, %b: memref<8x48xf32>, %c: memref<4x48xf32>) {
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x48xf32>) outs(%c : memref<4x48xf32>)
   return
 }
 
