@@ -109,7 +109,6 @@ struct MatmulSchedule {
   int64_t blockK;     // kc: reduction block
   int64_t unrollK;    // ku: unroll factor of the innermost k loop
   int64_t grain;      // grain: cost units per thread (0: one thread)
-  bool panelChosen;   // nv was 0 in the schedule: the pass picked it
 
   /// `tuned`'s values, the space's defaults for what it lacks; a vector
   /// width of 0 is `vectorBits` (the processor's, the pass option), rows
@@ -121,8 +120,8 @@ struct MatmulSchedule {
   /// registers; matmul 1024 f32 on one Zen 5 core at x86-64-v3, 18.4 ->
   /// 16.9 ms, OpenBLAS's 256-bit kernel 17.0; docs/performance.md
   /// 2026-12-08), else 2 (at 512 bits 8 x 3 measured slower than 8 x 2,
-  /// at 128 bits 4 x 3 spills: 49 -> 66 ms); forColumns() may go back to 2
-  /// for a narrow static N.
+  /// at 128 bits 4 x 3 spills: 49 -> 66 ms); emitKernel leaves the columns
+  /// past the last panel of 3 to panels of 2 and 1.
   static MatmulSchedule from(const Schedule *tuned, int64_t vectorBits) {
     Schedule s = lookupSpace("cpu.matmul")->defaults();
     if (tuned)
@@ -136,22 +135,7 @@ struct MatmulSchedule {
             s.get("mc", 256),
             s.get("kc", 256),
             s.get("ku", 1),
-            s.get("grain", kRuntimeGrain),
-            s.get("nv", 0) <= 0};
-  }
-
-  /// With a panel width the pass chose (panelChosen) of 3 vectors of `vl`
-  /// elements and a static column count `n`: 2 where 3 would leave more
-  /// than an eighth of the columns to the narrower groups after the full
-  /// panels and 2 leaves fewer (N = 32 f32: one panel of 24 and a 4 x 1
-  /// tile for the last 8, against two full 4 x 2 panels; the [1797, 64] x
-  /// [64, 32] matmul 6% slower with 3).
-  void forColumns(std::optional<int64_t> n, int64_t vl) {
-    if (!panelChosen || panel != 3 || !n)
-      return;
-    int64_t rest3 = *n % (3 * vl), rest2 = *n % (2 * vl);
-    if (rest3 * 8 > *n && rest2 < rest3)
-      panel = 2;
+            s.get("grain", kRuntimeGrain)};
   }
 };
 
@@ -367,20 +351,52 @@ void emitPanels(OpBuilder &b, Location loc, const Matmul &mm,
 /// [colLo, colHi) of C (colLo a multiple of the panel width), packing into
 /// mm.packed:
 /// K blocks, then blocks of rows, then the panels of the column groups:
-/// [colLo, nw) in panels of nv vectors, [nw, n1) of 1 vector, [n1, colHi)
-/// the masked rest (one panel when not empty).
+/// [colLo, nw) in panels of nv vectors, [nw, n2) of 2 (nv = 3 only),
+/// [n2, n1) of 1 vector, [n1, colHi) the masked rest (one panel when not
+/// empty). With nv = 3 the v whole vectors of the columns are v / 3
+/// panels of 3 and one of 1 where v % 3 is 1 ... unless v >= 4: then
+/// (v - 4) / 3 panels of 3 and two of 2, so that a 4 x 1 tile (4
+/// accumulators, half the FMA pipes' throughput) is left only where v is
+/// 1; v % 3 = 2 gives one panel of 2 (N = 32 f32: two panels of 2 rather
+/// than a panel of 3 and a single vector).
 void emitKernel(OpBuilder &b, Location loc, Matmul mm, Value rowLo,
                 Value rowHi, Value colLo, Value colHi) {
   int64_t blockK = mm.schedule.blockK, blockM = mm.schedule.blockM;
   int64_t vl = mm.vecTy.getNumElements();
   int64_t nv = mm.schedule.panel;
   Value width = arith::SubIOp::create(b, loc, colHi, colLo);
-  Value nw =
-      arith::AddIOp::create(b, loc, colLo, roundDown(b, loc, width, nv * vl));
   Value n1 = arith::AddIOp::create(b, loc, colLo, roundDown(b, loc, width, vl));
+  Value nw, n2;
+  if (nv == 3) {
+    // Whole vectors v, and those left to the panels of 2 and 1: v % 3,
+    // or 4 where v % 3 is 1 and v >= 4.
+    Value v = arith::DivUIOp::create(b, loc, width, indexConst(b, loc, vl));
+    Value rest = arith::RemUIOp::create(b, loc, v, indexConst(b, loc, 3));
+    Value fourLeft = arith::AndIOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rest,
+                              indexConst(b, loc, 1)),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, v,
+                              indexConst(b, loc, 4)));
+    rest =
+        arith::SelectOp::create(b, loc, fourLeft, indexConst(b, loc, 4), rest);
+    auto columnsOf = [&](Value vectors) {
+      return arith::MulIOp::create(b, loc, vectors, indexConst(b, loc, vl));
+    };
+    nw = arith::AddIOp::create(
+        b, loc, colLo, columnsOf(arith::SubIOp::create(b, loc, v, rest)));
+    n2 = arith::AddIOp::create(b, loc, nw,
+                               columnsOf(roundDown(b, loc, rest, 2)));
+  } else {
+    nw = arith::AddIOp::create(b, loc, colLo,
+                               roundDown(b, loc, width, nv * vl));
+    n2 = nw;
+  }
   Value zero = indexConst(b, loc, 0);
-  Columns groups[] = {
-      {colLo, nw, nv, false}, {nw, n1, 1, false}, {n1, colHi, 1, true}};
+  Columns groups[] = {{colLo, nw, nv, false},
+                      {nw, n2, 2, false},
+                      {n2, n1, 1, false},
+                      {n1, colHi, 1, true}};
   scf::ForOp::create(
       b, loc, zero, mm.k, indexConst(b, loc, blockK), ValueRange{},
       [&](OpBuilder &b, Location loc, Value kLo, ValueRange) {
@@ -518,7 +534,6 @@ void rewriteMatmul(linalg::LinalgOp op, const KernelMatmul &km,
     return b.createOrFold<memref::DimOp>(loc, x, i);
   };
   Value m = dim(c, km.numBatch), n = dim(c, km.numBatch + 1);
-  schedule.forColumns(getConstantIntValue(n), vl);
   int64_t w = schedule.panel * vl;
   VectorType vecTy = VectorType::get({vl}, elem);
   Value k = dim(a, rankA - 1);
@@ -570,8 +585,11 @@ void rewriteMatmul(linalg::LinalgOp op, const KernelMatmul &km,
 
   Value one = indexConst(b, loc, 1);
   int64_t mr = schedule.rows;
-  Value panels =
-      b.createOrFold<arith::CeilDivUIOp>(loc, n, indexConst(b, loc, w));
+  // Whole panels (at least 1): the columns past the last one go with the
+  // last column slab (N = 32 f32 with panels of 24 is one slab of rows
+  // split in two, not a slab of 24 columns beside one of 8).
+  Value panels = b.createOrFold<arith::MaxUIOp>(
+      loc, b.createOrFold<arith::DivUIOp>(loc, n, indexConst(b, loc, w)), one);
   Value rowTiles =
       b.createOrFold<arith::CeilDivUIOp>(loc, m, indexConst(b, loc, mr));
   // Pieces: whole batches, else column slabs of whole panels, else (fewer
@@ -621,9 +639,15 @@ void rewriteMatmul(linalg::LinalgOp op, const KernelMatmul &km,
         mm.a = matrixAt(b, loc, a, km.batchDims[0], index);
         mm.b = matrixAt(b, loc, bm, km.batchDims[1], index);
         mm.c = matrixAt(b, loc, c, km.batchDims[2], index);
-        Value colLo = b.createOrFold<arith::MulIOp>(loc, slab, slabWidth);
-        Value colHi = arith::MinUIOp::create(
-            b, loc, arith::AddIOp::create(b, loc, colLo, slabWidth), n);
+        Value colLo = arith::MinUIOp::create(
+            b, loc, b.createOrFold<arith::MulIOp>(loc, slab, slabWidth), n);
+        Value last = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::eq, slab,
+            b.createOrFold<arith::SubIOp>(loc, colSlabs, one));
+        Value colHi = arith::SelectOp::create(
+            b, loc, last, n,
+            arith::MinUIOp::create(
+                b, loc, arith::AddIOp::create(b, loc, colLo, slabWidth), n));
         Value rowLo = arith::MinUIOp::create(
             b, loc, b.createOrFold<arith::MulIOp>(loc, rowSlab, slabHeight), m);
         Value rowHi = arith::MinUIOp::create(

@@ -6,6 +6,7 @@
 // stays in its function, the others are outlined for the thread pool. The
 // pass cannot fail.
 // RUN: %kina-opt %s --kina-matmul-kernel | FileCheck %s
+// RUN: %kina-opt %s --kina-matmul-kernel --canonicalize | FileCheck %s --check-prefix=GROUPS
 
 // A matmul whose work is not known to be small runs over column slabs of
 // C: the kernel moves into the body @__kina_par_mm_f32 (iterations [lo,
@@ -48,25 +49,32 @@ func.func @mm_f64(%a: memref<3x5xf64>, %b: memref<5x7xf64>, %c: memref<3x7xf64>)
   return
 }
 
-// Panels of 3 vectors (24 f32 columns at 256 bits) by default, but 2
-// for a static N that 3 would leave more than an eighth of outside its
-// full panels while 2 leaves fewer: N = 32 is two panels of 16, not one
-// of 24 and a single vector; N = 48 is two panels of 24.
-// CHECK-LABEL: func.func @mm_n32(
-// CHECK: memref.alloca() {alignment = 64 : i64} : memref<256x16xf32>
-// CHECK-NOT: linalg.matmul
-// CHECK: return
-func.func @mm_n32(%a: memref<4x8xf32>, %b: memref<8x32xf32>, %c: memref<4x32xf32>) {
-  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x32xf32>) outs(%c : memref<4x32xf32>)
+// Panels of 3 vectors (24 f32 columns at 256 bits) by default; the whole
+// vectors past the last panel of 3 go to panels of 2, a single vector (a
+// 4 x 1 tile: 4 accumulators) only where one is left. N = 40 is a panel
+// of 3 (12 accumulators) and one of 2 (8); N = 32 is two panels of 2, not
+// a panel of 3 and a single vector. (Canonicalized: the empty groups'
+// loops fold away.)
+// GROUPS-LABEL: func.func @mm_n40(
+// GROUPS: memref.alloca() {alignment = 64 : i64} : memref<256x24xf32>
+// GROUPS: scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// GROUPS: scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// GROUPS-NOT: -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// GROUPS: return
+func.func @mm_n40(%a: memref<4x8xf32>, %b: memref<8x40xf32>, %c: memref<4x40xf32>) {
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x40xf32>) outs(%c : memref<4x40xf32>)
   return
 }
 
-// CHECK-LABEL: func.func @mm_n48(
-// CHECK: memref.alloca() {alignment = 64 : i64} : memref<256x24xf32>
-// CHECK-NOT: linalg.matmul
-// CHECK: return
-func.func @mm_n48(%a: memref<4x8xf32>, %b: memref<8x48xf32>, %c: memref<4x48xf32>) {
-  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x48xf32>) outs(%c : memref<4x48xf32>)
+// GROUPS-LABEL: func.func @mm_n32(
+// GROUPS: memref.alloca() {alignment = 64 : i64} : memref<256x24xf32>
+// GROUPS-NOT: -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// GROUPS: scf.for %{{.*}} = %c0 to %c32 step %c16
+// GROUPS: scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// GROUPS-NOT: -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// GROUPS: return
+func.func @mm_n32(%a: memref<4x8xf32>, %b: memref<8x32xf32>, %c: memref<4x32xf32>) {
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x32xf32>) outs(%c : memref<4x32xf32>)
   return
 }
 
