@@ -42,6 +42,10 @@
 //    collapse of `?x0` into a memref op its own verifier rejects
 //    (src/passes/workarounds/EmptyReshape.cpp). Just before one-shot
 //    bufferization.
+//  - kina-strided-copies: each `memref.copy` that memref-to-llvm would
+//    lower to a call of MLIR's `memrefCopy` (a source or target that is
+//    not contiguous) becomes a `linalg.copy`, lowered to loops
+//    (src/passes/StridedCopies.cpp). cpu, before convert-linalg-to-loops.
 //  - kina-buffer-ownership: on the bufferized module (functions of memrefs,
 //    one block each), every function returns freshly allocated buffers the
 //    caller owns, temporaries are released after their last use, each

@@ -126,6 +126,20 @@ def EmptyReshapePass : Pass<"kina-empty-reshape", "mlir::ModuleOp"> {
                            "mlir::tensor::TensorDialect"];
 }
 
+def StridedCopiesPass : Pass<"kina-strided-copies", "mlir::ModuleOp"> {
+  let summary = "Rewrite memref.copy ops that are not memcpys into "
+                "linalg.copy";
+  let description = [{
+    Rewrites each `memref.copy` whose source or target is not contiguous
+    (memref-to-llvm would call `memrefCopy`, a function of MLIR's
+    c_runner_utils that kinac's objects do not link) into a `linalg.copy`
+    of the same operands, lowered to loops by convert-linalg-to-loops.
+    Contiguous copies are left to memref-to-llvm's memcpy. The cpu
+    target runs it after bufferization: src/passes/StridedCopies.cpp.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
 def BufferOwnershipPass : Pass<"kina-buffer-ownership", "mlir::ModuleOp"> {
   let summary = "Caller-owned results, releases, and early returns on failure";
   let description = [{

@@ -21,6 +21,7 @@
 //   kina-buffer-ownership, kina-entry-points            (Passes.h)
 //   kina-matmul-kernel, kina-tile-and-vectorize,        (-O1 and above;
 //   convert-vector-to-scf                  vector-bits from the processor)
+//   kina-strided-copies (non-contiguous memref.copy as linalg.copy)
 //   convert-linalg-to-loops, kina-expand-shape, expand-strided-metadata,
 //   lower-affine, convert-scf-to-cf, canonicalize + cse (cleanup at -O1+)
 //   kina-math-approximation                             (-O1 and above,
@@ -205,6 +206,9 @@ void CpuTarget::buildPipeline(OpPassManager &pm,
     pm.addPass(createTileAndVectorizePass(vectorize, options.tuning));
     pm.addPass(createConvertVectorToSCFPass());
   }
+  // memref.copy ops memref-to-llvm would lower to a call of MLIR's
+  // memrefCopy (not linked) as linalg.copy (src/passes/StridedCopies.cpp).
+  pm.addPass(createStridedCopiesPass());
   pm.addPass(createConvertLinalgToLoopsPass());
   pm.addPass(createExpandShapePass());
   pm.addPass(memref::createExpandStridedMetadataPass());
