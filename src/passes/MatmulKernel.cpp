@@ -25,7 +25,8 @@
 // or joins the vectors to the target's registers) and MR is 8 with 512-bit
 // vectors, else 4. Panels are nv
 // vectors wide (by default 3 with 256-bit vectors, else 2:
-// MatmulSchedule::from), then one vector for the columns left, then
+// MatmulSchedule::from), then, after panels of 3, panels of 2 (emitKernel),
+// then one vector for the columns left, then
 // one masked vector (masked loads and stores, not packed) for the last
 // columns below VL. Every loop's trip count may be zero, so dynamic and
 // symbolic sizes need nothing more. The packed panel (KC x nv*VL
@@ -529,13 +530,13 @@ void rewriteMatmul(linalg::LinalgOp op, const KernelMatmul &km,
   MatmulSchedule schedule = MatmulSchedule::from(
       tuning ? tuning->lookup(tuningKey(op, "matmul")) : nullptr, vectorBits);
   int64_t vl = schedule.vectorBits / elem.getIntOrFloatBitWidth();
+  int64_t w = schedule.panel * vl;
+  VectorType vecTy = VectorType::get({vl}, elem);
   int64_t rankA = cast<MemRefType>(a.getType()).getRank();
   auto dim = [&](Value x, int64_t i) {
     return b.createOrFold<memref::DimOp>(loc, x, i);
   };
   Value m = dim(c, km.numBatch), n = dim(c, km.numBatch + 1);
-  int64_t w = schedule.panel * vl;
-  VectorType vecTy = VectorType::get({vl}, elem);
   Value k = dim(a, rankA - 1);
   SmallVector<Value> batchSizes;
   Value batches = indexConst(b, loc, 1);
